@@ -1,0 +1,144 @@
+"""The attention contract shared by every variant.
+
+Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim. Layout is always ``b h n d``.
+
+Call signature (the same for all variants)::
+
+    out = module(q, k, v, structure)                                  # (b, h, n, d)
+    out, weights = module(q, k, v, structure, return_weights=True)    # weights (b, h, n, n)
+    out = module(q, k, v, structure, hidden=x)                        # x: the layer input (b, n, d_model)
+
+``hidden`` is the one documented extension of the call: variants that score pairs from the layer input
+(``ssan``) declare ``needs_hidden = True`` and fail without it; the others ignore it. ``structure`` may be
+``None`` only for variants that require no structure field (no padding is assumed then).
+
+Padded query rows produce zeros; padded keys never receive weight. A query row with no allowed key yields
+a zero vector (and an all-zero weight row), never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from structattn.registry import Registry
+from structattn.structures.structure import Structure
+
+ATTENTION: Registry["StructuredAttention"] = Registry("attention variant")
+register_attention = ATTENTION.register
+
+
+def get_attention(name: str, **options: object) -> "StructuredAttention":
+    """Build the variant registered as ``name`` with its own ``options``."""
+    return ATTENTION.get(name)(**options)
+
+
+def attention_names() -> list[str]:
+    """Names of every registered variant."""
+    return ATTENTION.names()
+
+
+class StructuredAttention(nn.Module):
+    """Base class: validates inputs and the structure, then calls :meth:`attend`.
+
+    Args:
+        num_heads: h.
+        head_dim: d.
+
+    Class attributes:
+        requires: structure fields the variant reads (see ``structattn.structures.structure.FIELDS``).
+        needs_hidden: whether the variant needs the layer input ``hidden``.
+    """
+
+    name: ClassVar[str]
+    requires: ClassVar[frozenset[str]] = frozenset()
+    needs_hidden: ClassVar[bool] = False
+
+    def __init__(self, num_heads: int, head_dim: int) -> None:
+        super().__init__()
+        if num_heads < 1 or head_dim < 1:
+            raise ValueError(f"num_heads and head_dim must be >= 1, got num_heads={num_heads}, head_dim={head_dim}")
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+
+    @classmethod
+    def check_fields(cls, available: set[str] | frozenset[str], source: str = "the structure") -> None:
+        """Build-time check: raise ``ValueError`` when ``available`` lacks a field the variant requires."""
+        missing = sorted(set(cls.requires) - set(available))
+        if missing:
+            raise ValueError(
+                f"attention variant {getattr(cls, 'name', cls.__name__)!r} needs structure field(s) {missing}, "
+                f"but {source} provides only {sorted(available)}"
+            )
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        structure: Structure | None = None,
+        *,
+        hidden: torch.Tensor | None = None,
+        return_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        self._check_inputs(q, k, v, structure, hidden)
+        out, weights = self.attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
+        if return_weights:
+            if weights is None:
+                raise RuntimeError(f"{self.name!r} did not return weights although asked to")
+            return out, weights
+        return out
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        structure: Structure | None,
+        *,
+        hidden: torch.Tensor | None,
+        return_weights: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Variant hook: ``(out (b, h, n, d), weights (b, h, n, n) or None)``."""
+        raise NotImplementedError
+
+    def _check_inputs(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        structure: Structure | None,
+        hidden: torch.Tensor | None,
+    ) -> None:
+        who = f"attention {self.name!r}"
+        if q.dim() != 4 or q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
+            raise ValueError(f"{who}: q, k, v must be (b, h, n, d) with equal shapes, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        b, h, n, _ = q.shape
+        if h != self.num_heads:
+            raise ValueError(f"{who}: built for {self.num_heads} heads, got q with {h}")
+        if structure is None:
+            if self.requires:
+                raise ValueError(f"{who} needs a structure with {sorted(self.requires)}, got None")
+        else:
+            structure.require(self.requires, who)
+            lead = (b,) if structure.is_batched else ()
+            if structure.num_tokens != n or (structure.is_batched and structure.token_mask.shape[0] != b):
+                raise ValueError(
+                    f"{who}: structure covers {tuple(structure.token_mask.shape)} tokens, q has b={b}, n={n}"
+                    f" (is the structure batched with collate? lead shape {lead})"
+                )
+        if self.needs_hidden:
+            if hidden is None:
+                raise ValueError(f"{who} needs the layer input: call it with hidden=x, x of shape (b, n, d_model)")
+            if hidden.shape[:2] != (b, n):
+                raise ValueError(f"{who}: hidden has shape {tuple(hidden.shape)}, expected ({b}, {n}, d_model)")
+
+
+def key_padding(structure: Structure | None, b: int, n: int, device: torch.device) -> torch.Tensor:
+    """``token_mask`` as ``(b, n)`` bool (all True without a structure)."""
+    if structure is None or structure.token_mask is None:
+        return torch.ones(b, n, dtype=torch.bool, device=device)
+    mask = structure.token_mask.to(device)
+    return mask.expand(b, n) if mask.dim() == 1 else mask

@@ -1,0 +1,175 @@
+"""Provider registry and base classes.
+
+A provider turns one annotated :class:`Sentence` (or :class:`Document`) into a :class:`Structure`. Providers
+are deterministic, parameter-free and CPU-side. ``provider(item)`` returns the structure of one item;
+``provider.batch(items)`` computes a whole padded batch in one vectorised pass and equals
+``collate([provider(x) for x in items])``.
+
+A new source is one subclass with one hook (see :class:`GraphProvider`) and one decorator::
+
+    @register_provider("my_graph")
+    class MyGraph(GraphProvider):
+        requires = ("meta",)
+
+        def graph_edges(self, item):
+            return item.meta["my_edges"]  # [(i, j), ...], undirected
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Sequence, Union
+
+import torch
+
+from structattn.registry import Registry
+from structattn.structures.distances import graph_distances
+from structattn.structures.sentence import Document, Sentence
+from structattn.structures.structure import Structure
+
+Item = Union[Sentence, Document]
+
+PROVIDERS: Registry["StructureProvider"] = Registry("structure provider")
+register_provider = PROVIDERS.register
+
+
+def get_provider(name: str, **options: Any) -> "StructureProvider":
+    """Build the provider registered as ``name`` with ``options``."""
+    return PROVIDERS.get(name)(**options)
+
+
+def provider_names() -> list[str]:
+    """Names of every registered provider."""
+    return PROVIDERS.names()
+
+
+def item_id(item: Item) -> str | None:
+    """The id used in messages for a sentence or a document."""
+    return item.id
+
+
+class StructureProvider(ABC):
+    """Base provider.
+
+    Class attributes:
+        requires: annotations the item must carry (``"heads"``, ``"edges"``, ``"coref"``).
+        provides: structure fields the provider fills (checked by attention variants at build time).
+    """
+
+    name: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]] = ()
+    provides: ClassVar[frozenset[str]] = frozenset({"distance", "adjacency", "token_mask"})
+
+    def options(self) -> dict[str, Any]:
+        """The provider's options (part of cache keys); override when the constructor takes any."""
+        return {}
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"{type(self).__name__}({opts})"
+
+    def check(self, item: Item) -> None:
+        """Raise ``ValueError`` when ``item`` lacks an annotation the provider requires."""
+        if len(item) == 0:
+            raise ValueError(f"provider {self.name!r}: {type(item).__name__} {item.id!r} is empty")
+        for annotation in self.requires:
+            if not self._has(item, annotation):
+                raise ValueError(
+                    f"provider {self.name!r} needs {annotation!r} annotation, but {type(item).__name__.lower()} "
+                    f"{item.id!r} has none"
+                )
+
+    @staticmethod
+    def _has(item: Item, annotation: str) -> bool:
+        if isinstance(item, Document):
+            if annotation == "coref":
+                return item.coref is not None or all(s.coref is not None for s in item.sentences)
+            return all(s.has(annotation) for s in item.sentences)
+        return item.has(annotation)
+
+    def __call__(self, item: Item) -> Structure:
+        """Structure of one item: unbatched tensors of shape ``(n, n)``."""
+        batched = self.batch([item])
+        return _unbatch(batched, 0)
+
+    def batch(self, items: Sequence[Item]) -> Structure:
+        """Structures of ``items`` as one padded batch ``(b, n, n)``."""
+        if len(items) == 0:
+            raise ValueError(f"provider {self.name!r}: empty batch")
+        for item in items:
+            self.check(item)
+        out = self.compute(list(items))
+        out.source = self.name
+        out.ids = [item_id(x) for x in items]
+        return out
+
+    @abstractmethod
+    def compute(self, items: list[Item]) -> Structure:
+        """Hook: the batched structure of already-checked items."""
+
+    def many(self, items: Sequence[Item]) -> list[Structure]:
+        """Per-item structures computed in one batched pass."""
+        batched = self.batch(items)
+        return [_unbatch(batched, i) for i in range(len(items))]
+
+
+class GraphProvider(StructureProvider):
+    """A provider defined by an undirected edge list per item; distances by batched BFS."""
+
+    @abstractmethod
+    def graph_edges(self, item: Item) -> list[tuple[int, int]]:
+        """Hook: undirected edges ``(i, j)`` over the item's word indices."""
+
+    def compute(self, items: list[Item]) -> Structure:
+        token_mask = _token_mask([len(x) for x in items])
+        edge_index = batch_edge_index([self.graph_edges(x) for x in items])
+        distance = graph_distances(edge_index, token_mask)
+        return Structure(distance=distance, adjacency=adjacency_from_edges(edge_index, token_mask), token_mask=token_mask)
+
+
+def _token_mask(lengths: list[int]) -> torch.Tensor:
+    n = max(lengths)
+    return torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def batch_edge_index(edges_per_item: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """Stack per-item edge lists into one ``(3, E)`` long tensor of rows (batch, source, target)."""
+    rows = [(b, i, j) for b, edges in enumerate(edges_per_item) for i, j in edges]
+    if not rows:
+        return torch.zeros(3, 0, dtype=torch.long)
+    return torch.tensor(rows, dtype=torch.long).T.contiguous()
+
+
+def adjacency_from_edges(edge_index: torch.Tensor, token_mask: torch.Tensor, directed: bool = False) -> torch.Tensor:
+    """Bool ``(b, n, n)`` adjacency with self-loops on real tokens and ``False`` on padding."""
+    b, n = token_mask.shape
+    adj = torch.zeros(b, n, n, dtype=torch.bool)
+    adj[edge_index[0], edge_index[1], edge_index[2]] = True
+    if not directed:
+        adj[edge_index[0], edge_index[2], edge_index[1]] = True
+    adj |= torch.eye(n, dtype=torch.bool) & token_mask[:, :, None]
+    return adj & token_mask[:, :, None] & token_mask[:, None, :]
+
+
+def _unbatch(batched: Structure, index: int) -> Structure:
+    """Item ``index`` of a batch, cropped to its length."""
+    n = int(batched.token_mask[index].sum())
+
+    def crop(t: torch.Tensor | None, dims: int) -> torch.Tensor | None:
+        if t is None:
+            return None
+        t = t[index]
+        return t[:n, :n] if dims == 2 else t[:n]
+
+    return Structure(
+        distance=crop(batched.distance, 2),
+        adjacency=crop(batched.adjacency, 2),
+        token_mask=crop(batched.token_mask, 1),
+        window_radius=batched.window_radius,
+        dilation=batched.dilation,
+        is_global=crop(batched.is_global, 1),
+        directed=batched.directed,
+        source=batched.source,
+        ids=batched.ids[index:index + 1],
+    )
+

@@ -1,0 +1,46 @@
+"""``dependency``: hops in the undirected basic dependency tree."""
+
+from __future__ import annotations
+
+import torch
+
+from structattn.structures.distances import tree_distances
+from structattn.structures.providers.base import (
+    GraphProvider,
+    Item,
+    _token_mask,
+    adjacency_from_edges,
+    batch_edge_index,
+    register_provider,
+)
+from structattn.structures.sentence import Document
+from structattn.structures.structure import Structure
+
+
+def item_heads(item: Item) -> list[int]:
+    """Heads over the item's words; a document's sentences become a forest (one root per sentence)."""
+    if isinstance(item, Document):
+        return [h + off if h >= 0 else -1 for s, off in zip(item.sentences, item.offsets) for h in s.heads]
+    return list(item.heads)
+
+
+@register_provider("dependency")
+class DependencyProvider(GraphProvider):
+    """Tree distance (hops between words in the undirected basic tree) and adjacency (head-dependent pairs
+    plus self-loops). A :class:`Document` gives a forest: words of different sentences are unreachable (-1).
+    Distances come from the vectorised tree engine (depth + ancestors), not BFS."""
+
+    requires = ("heads",)
+
+    def graph_edges(self, item: Item) -> list[tuple[int, int]]:
+        return [(i, h) for i, h in enumerate(item_heads(item)) if h >= 0]
+
+    def compute(self, items: list[Item]) -> Structure:
+        lengths = [len(x) for x in items]
+        token_mask = _token_mask(lengths)
+        heads = torch.full(token_mask.shape, -1, dtype=torch.long)
+        for k, item in enumerate(items):
+            heads[k, : lengths[k]] = torch.tensor(item_heads(item), dtype=torch.long)
+        distance = tree_distances(heads, token_mask)
+        edge_index = batch_edge_index([self.graph_edges(x) for x in items])
+        return Structure(distance=distance, adjacency=adjacency_from_edges(edge_index, token_mask), token_mask=token_mask)

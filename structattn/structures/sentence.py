@@ -1,0 +1,211 @@
+"""Sentences and documents: words plus whatever annotation their source has.
+
+Indices are 0-based everywhere inside the library; a head of ``-1`` marks the root (CoNLL-U's 1-based
+heads with ``0`` for the root are converted by the reader). Spans are half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A coreference mention: words ``[start, end)``; ``head`` is the index of its head word (absolute,
+    inside ``[start, end)``) or ``None`` when the source gives none."""
+
+    start: int
+    end: int
+    head: int | None = None
+
+
+@dataclass(frozen=True)
+class SemanticEdge:
+    """A semantic / enhanced-dependency edge ``head -> dependent``; ``head == -1`` marks a top/root edge."""
+
+    head: int
+    dependent: int
+    label: str = "_"
+
+
+def _describe(sentence_id: str | None) -> str:
+    return f"sentence {sentence_id!r}" if sentence_id is not None else "sentence (no id)"
+
+
+@dataclass
+class Sentence:
+    """One sentence: words and optional annotation.
+
+    Args:
+        words: the syntactic words (what every structure is computed over).
+        heads: basic-tree head of each word, 0-based, ``-1`` for the root.
+        deprels: relation label of each word to its head.
+        edges: semantic / enhanced dependency edges (several heads per word allowed, reentrancies,
+            disconnected parts); ``SemanticEdge`` or ``(head, dependent[, label])`` tuples.
+        coref: coreference clusters, each a list of mentions (``Mention`` or ``(start, end[, head])``),
+            spans over this sentence's words.
+        upos: universal POS tags.
+        constituency: a bracketed constituency tree, when the source has one.
+        id: sentence id (used in every error message).
+        doc_id: id of the document the sentence belongs to.
+        label_scheme: the label inventory of ``deprels`` (``"UD"``; ``"spacy"`` for spaCy's English labels).
+        multiword: multi-word tokens as ``(first_word, last_word, surface_form)``, inclusive word indices.
+        meta: any further metadata (comments of the source, for example).
+
+    Raises:
+        ValueError: on empty input, length mismatches, heads out of range, cycles, zero or several roots,
+            or spans outside the sentence; the message names the sentence id and the token.
+    """
+
+    words: list[str]
+    heads: list[int] | None = None
+    deprels: list[str] | None = None
+    edges: list[SemanticEdge] | None = None
+    coref: list[list[Mention]] | None = None
+    upos: list[str] | None = None
+    constituency: str | None = None
+    id: str | None = None
+    doc_id: str | None = None
+    label_scheme: str = "UD"
+    multiword: list[tuple[int, int, str]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.words = list(self.words)
+        where = _describe(self.id)
+        if not self.words:
+            raise ValueError(f"{where}: empty sentence (no words)")
+        n = len(self.words)
+        for name in ("heads", "deprels", "upos"):
+            values = getattr(self, name)
+            if values is not None:
+                values = list(values)
+                setattr(self, name, values)
+                if len(values) != n:
+                    raise ValueError(f"{where}: {len(values)} {name} for {n} words")
+        if self.heads is not None:
+            self.heads = [int(h) for h in self.heads]
+            validate_tree(self.heads, self.id, self.words)
+        if self.edges is not None:
+            self.edges = [_as_edge(e) for e in self.edges]
+            validate_edges(self.edges, n, self.id, self.words)
+        if self.coref is not None:
+            self.coref = [[_as_mention(m) for m in cluster] for cluster in self.coref]
+            validate_mentions(self.coref, n, self.id)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def has(self, annotation: str) -> bool:
+        """Whether the annotation (``"heads"``, ``"edges"``, ``"coref"``, ...) is present."""
+        return getattr(self, annotation, None) is not None
+
+
+@dataclass
+class Document:
+    """Several sentences read as one token sequence, with document-level coreference.
+
+    Args:
+        sentences: the sentences in order.
+        coref: clusters of mentions whose spans index the concatenated words of all sentences.
+        id: document id.
+    """
+
+    sentences: list[Sentence]
+    coref: list[list[Mention]] | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sentences:
+            raise ValueError(f"document {self.id!r}: no sentences")
+        if self.coref is not None:
+            self.coref = [[_as_mention(m) for m in cluster] for cluster in self.coref]
+            validate_mentions(self.coref, len(self), f"document {self.id}")
+
+    @property
+    def words(self) -> list[str]:
+        """All words, sentence after sentence."""
+        return [w for s in self.sentences for w in s.words]
+
+    @property
+    def offsets(self) -> list[int]:
+        """Index of each sentence's first word in :attr:`words`."""
+        out, total = [], 0
+        for s in self.sentences:
+            out.append(total)
+            total += len(s)
+        return out
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.sentences)
+
+
+def _as_edge(edge: SemanticEdge | Sequence[Any]) -> SemanticEdge:
+    if isinstance(edge, SemanticEdge):
+        return edge
+    return SemanticEdge(int(edge[0]), int(edge[1]), str(edge[2]) if len(edge) > 2 else "_")
+
+
+def _as_mention(mention: Mention | Sequence[Any]) -> Mention:
+    if isinstance(mention, Mention):
+        return mention
+    head = mention[2] if len(mention) > 2 else None
+    return Mention(int(mention[0]), int(mention[1]), None if head is None else int(head))
+
+
+def validate_tree(heads: Sequence[int], sentence_id: str | None, words: Sequence[str] | None = None) -> None:
+    """Check that ``heads`` form one rooted tree (0-based heads, ``-1`` root).
+
+    Raises:
+        ValueError: naming the sentence and the first offending token.
+    """
+    where = _describe(sentence_id)
+    n = len(heads)
+
+    def tok(i: int) -> str:
+        return f"token {i} ({words[i]!r})" if words is not None else f"token {i}"
+
+    roots = [i for i, h in enumerate(heads) if h == -1]
+    for i, h in enumerate(heads):
+        if h < -1 or h >= n:
+            raise ValueError(f"{where}: {tok(i)} has head {h}, but the sentence has {n} tokens (valid: -1..{n - 1})")
+        if h == i:
+            raise ValueError(f"{where}: {tok(i)} is its own head")
+    if not roots:
+        raise ValueError(f"{where}: no root (no token has head -1)")
+    if len(roots) > 1:
+        raise ValueError(f"{where}: {len(roots)} roots: tokens {roots}; a tree has exactly one")
+    state = [0] * n  # 0 unvisited, 1 on current path, 2 reaches the root
+    for start in range(n):
+        path, i = [], start
+        while i != -1 and state[i] == 0:
+            state[i] = 1
+            path.append(i)
+            i = heads[i]
+        if i != -1 and state[i] == 1:
+            cycle = path[path.index(i):]
+            raise ValueError(f"{where}: cycle through tokens {cycle} (starting at {tok(i)})")
+        for j in path:
+            state[j] = 2
+
+
+def validate_edges(edges: Iterable[SemanticEdge], n: int, sentence_id: str | None, words: Sequence[str]) -> None:
+    """Check that every edge endpoint lies in the sentence."""
+    where = _describe(sentence_id)
+    for e in edges:
+        if not -1 <= e.head < n:
+            raise ValueError(f"{where}: edge to token {e.dependent} has head {e.head}, but the sentence has {n} tokens")
+        if not 0 <= e.dependent < n:
+            raise ValueError(f"{where}: edge from head {e.head} names dependent {e.dependent}, but the sentence has {n} tokens")
+
+
+def validate_mentions(clusters: Iterable[Iterable[Mention]], n: int, sentence_id: str | None) -> None:
+    """Check that every mention span (and head) lies inside the ``n`` words."""
+    where = _describe(sentence_id) if not str(sentence_id).startswith("document") else str(sentence_id)
+    for c, cluster in enumerate(clusters):
+        for m in cluster:
+            if not (0 <= m.start < m.end <= n):
+                raise ValueError(f"{where}: coreference cluster {c} has mention [{m.start}, {m.end}) outside the {n} tokens")
+            if m.head is not None and not (m.start <= m.head < m.end):
+                raise ValueError(f"{where}: coreference cluster {c}: mention head {m.head} outside its span [{m.start}, {m.end})")
