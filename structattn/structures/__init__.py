@@ -1,6 +1,8 @@
 """Structures: annotated text in, pairwise distance / adjacency tensors out."""
 
+from structattn.structures.alignment import align_to_subwords
 from structattn.structures.collate import collate
+from structattn.structures.interop import from_edge_index, from_networkx, from_pyg, to_edge_index, to_networkx, to_pyg
 from structattn.structures.providers import (
     GraphProvider,
     StructureProvider,
@@ -12,6 +14,13 @@ from structattn.structures.sentence import Document, Mention, SemanticEdge, Sent
 from structattn.structures.structure import FIELDS, Structure
 
 __all__ = [
+    "align_to_subwords",
+    "from_edge_index",
+    "from_networkx",
+    "from_pyg",
+    "to_edge_index",
+    "to_networkx",
+    "to_pyg",
     "FIELDS",
     "Document",
     "GraphProvider",

@@ -1,6 +1,12 @@
 """Built-in structure providers; importing this package registers them."""
 
-from structattn.structures.providers import dependency, window  # noqa: F401  (registration)
+from structattn.structures.providers import (  # noqa: F401  (importing registers the built-ins)
+    coreference,
+    dependency,
+    semantic,
+    union,
+    window,
+)
 from structattn.structures.providers.base import (
     PROVIDERS,
     GraphProvider,
