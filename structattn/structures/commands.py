@@ -1,0 +1,158 @@
+"""``structattn structures ...``: a demo on the bundled treebank and cache precomputation."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from tqdm import tqdm
+
+DEMO_PROVIDERS: list[tuple[str, dict[str, Any]]] = [
+    ("dependency", {}),
+    ("semantic", {}),
+    ("window", {"radius": 3, "global_tokens": (0,)}),
+]
+
+
+def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` strings to a dict; values are Python literals when they parse as one."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"provider option {pair!r} is not key=value")
+        key, value = pair.split("=", 1)
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def _summary(name: str, structures: Any, seconds: float, sentences: int) -> dict[str, Any]:
+    dense = structures.dense_distance()
+    real = structures.token_mask[:, :, None] & structures.token_mask[:, None, :]
+    off_diagonal = real & ~torch.eye(dense.shape[-1], dtype=torch.bool)
+    reachable = off_diagonal & (dense > 0)
+    hops = dense[reachable].float()
+    return {
+        "provider": name,
+        "sentences": sentences,
+        "tokens": int(structures.token_mask.sum()),
+        "mean hops": f"{hops.mean().item():.2f}" if hops.numel() else "-",
+        "max hops": int(hops.max().item()) if hops.numel() else 0,
+        "unreachable pairs %": f"{100 * (off_diagonal & (dense < 0)).sum().item() / max(1, off_diagonal.sum().item()):.1f}",
+        "us / sentence": f"{1e6 * seconds / sentences:.0f}",
+    }
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    header = list(rows[0])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(r[h]) for h in header) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _heatmap(sentence: Any, structures: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(structures), figsize=(5 * len(structures), 4.6), constrained_layout=True)
+    n = len(sentence)
+    for ax, (name, st) in zip(axes, structures.items()):
+        d = st.dense_distance()[0, :n, :n].float()
+        d[d < 0] = float("nan")
+        im = ax.imshow(d.numpy(), cmap="viridis")
+        ax.set_title(f"{name}: hops (blank = unreachable)")
+        ax.set_xticks(range(n), sentence.words, rotation=90, fontsize=6)
+        ax.set_yticks(range(n), sentence.words, fontsize=6)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(f"sentence {sentence.id}")
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def demo(limit: int | None, out: Path | None, quiet: bool) -> int:
+    """Structures of the bundled UD Czech PUD treebank: a summary table and (with ``out``) a heatmap."""
+    from structattn.structures import get_provider
+    from structattn.structures.readers.bundled import load_bundled
+
+    sentences = load_bundled(limit)
+    rows, first = [], {}
+    for name, options in tqdm(DEMO_PROVIDERS, desc="providers", disable=quiet):
+        provider = get_provider(name, **options)
+        start = time.perf_counter()
+        batches = [provider.batch(sentences[i : i + 64]) for i in range(0, len(sentences), 64)]
+        seconds = time.perf_counter() - start
+        first[name] = provider.batch(sentences[:1])
+        rows.append(_summary(name, _concat(batches), seconds, len(sentences)))
+    print(f"UD Czech PUD (bundled, CC BY-SA 3.0): {len(sentences)} sentences")
+    print(_markdown(rows))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        _heatmap(sentences[0], first, out / "distances.png")
+        (out / "structures.md").write_text(_markdown(rows) + "\n")
+        print(f"wrote {out / 'structures.md'} and {out / 'distances.png'}")
+    return 0
+
+
+def _concat(batches: list[Any]) -> Any:
+    """Pad a list of batches to one width and join them (summary statistics only)."""
+    from structattn.structures.collate import collate
+    from structattn.structures.providers.base import _unbatch
+
+    return collate([_unbatch(b, i) for b in batches for i in range(b.token_mask.shape[0])])
+
+
+def precompute(input_path: Path, provider_name: str, options: dict[str, Any], cache_dir: Path, quiet: bool) -> int:
+    """Fill the disk cache with the structures of every sentence in a CoNLL-U file."""
+    from structattn.structures import get_provider, read_conllu
+    from structattn.structures.cache import StructureCache
+
+    if not input_path.exists():
+        raise ValueError(f"input file {input_path} does not exist")
+    sentences = read_conllu(input_path)
+    provider = get_provider(provider_name, **options)
+    cache = StructureCache(cache_dir)
+    for i in tqdm(range(0, len(sentences), 256), desc=f"{provider_name} structures", disable=quiet):
+        cache.get_or_compute(sentences[i : i + 256], provider)
+    print(f"{len(sentences)} sentences of {input_path} cached under {cache_dir} ({provider!r})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="structattn structures", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="structures of the bundled Czech PUD treebank: summary table and heatmap")
+    d.add_argument("--limit", type=int, default=None, help="first N sentences only (default: all 1000)")
+    d.add_argument("--out", type=Path, default=None, help="folder for structures.md and distances.png")
+    d.add_argument("--quiet", action="store_true", help="no progress bars")
+    c = sub.add_parser("cache", help="precompute the structures of a CoNLL-U file into a disk cache")
+    c.add_argument("input", type=Path, help="CoNLL-U file")
+    c.add_argument("--provider", default="dependency", help="provider name (default: dependency)")
+    c.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="provider option, repeatable")
+    c.add_argument("--cache", type=Path, required=True, help="cache folder")
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status. Errors print one line to stderr."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            return demo(args.limit, args.out, args.quiet)
+        return precompute(args.input, args.provider, _parse_options(args.option), args.cache, args.quiet)
+    except (ValueError, OSError) as err:
+        print(f"structattn structures: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
