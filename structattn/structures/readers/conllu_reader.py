@@ -1,0 +1,114 @@
+"""CoNLL-U -> :class:`Sentence` / :class:`Document` (token lines parsed by the ``conllu`` package).
+
+Conversions: HEAD (1-based, 0 = root) becomes ``heads`` (0-based, -1 = root); DEPS becomes ``edges``
+(:class:`SemanticEdge`, head -1 for ``0:root``); a multi-word token ``1-2`` stays one entry of
+``Sentence.multiword`` while its syntactic words are the ``words``; ``Entity=`` in MISC (CorefUD 1.0)
+becomes ``coref`` (see ``_coref.py``). Empty nodes (``8.1``) are removed and their dependents attached to
+their heads, which makes paths through them one hop shorter (see ``_enhanced.py``). ``meta`` holds the
+comments (``text``, ``text_en``, ...; ``sent_id`` goes to ``id``, ``newdoc id`` to ``doc_id``) and, for
+coreference, ``meta["coref_ids"]``: the entity id of each cluster. LEMMA, XPOS, FEATS and the rest of MISC
+are not kept.
+"""
+
+from __future__ import annotations
+
+from conllu.exceptions import ParseException
+from conllu.parser import DEFAULT_FIELDS, parse_line
+
+from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
+from structattn.structures.readers._rows import Row, describe
+from structattn.structures.readers._source import PathOrText, numbered_blocks, parse_comment, read_source
+from structattn.structures.sentence import Document, Mention, Sentence
+
+__all__ = ["read_conllu", "read_conllu_documents"]
+
+
+def read_conllu(path_or_text: PathOrText) -> list[Sentence]:
+    """Read every sentence of a CoNLL-U file.
+
+    Args:
+        path_or_text: a path (``str`` or ``Path``), or the CoNLL-U text itself (a ``str`` with a newline or tab).
+
+    Returns:
+        The sentences in file order; each carries the sentence-level coreference clusters of its mentions.
+
+    Raises:
+        ValueError: malformed lines (column count, ids, DEPS, Entity brackets), heads out of range, cycles,
+            several roots, or no sentence at all; the message names the file line, the sentence and the token.
+        FileNotFoundError: when a path does not exist.
+    """
+    return [sentence for sentence, _ in _read(path_or_text)]
+
+
+def read_conllu_documents(path_or_text: PathOrText) -> list[Document]:
+    """Read a CoNLL-U file as documents (a new one at every ``# newdoc``).
+
+    Sentences before the first ``# newdoc`` form a document with id ``None``. ``Document.coref`` clusters
+    the mentions of each entity id over the concatenated words of the document (mentions themselves stay
+    inside their sentence, as CorefUD requires); it is ``None`` when no sentence has coreference.
+    """
+    groups: dict[int, list[Sentence]] = {}
+    for sentence, document in _read(path_or_text):
+        groups.setdefault(document, []).append(sentence)
+    return [Document(sentences, coref=_document_coref(sentences), id=sentences[0].doc_id) for sentences in groups.values()]
+
+
+def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
+    text, source = read_source(path_or_text)
+    assembler = SentenceAssembler(source)
+    out = []
+    for block in numbered_blocks(text):
+        comments = [parse_comment(line) for _, line in block if line.startswith("#")]
+        sentence = describe(dict(comments).get("sent_id"))
+        rows = [_row(number, line, f"{source} line {number}: {sentence}") for number, line in block if not line.startswith("#")]
+        out.append((assembler.build(rows, comments, block[0][0]), assembler.document))
+    if not out:
+        raise ValueError(f"{source}: no sentences (the input is empty or has only blank lines)")
+    return out
+
+
+def _row(number: int, line: str, where: str) -> Row:
+    """One token line -> :class:`Row`, fields parsed by ``conllu.parser.parse_line``."""
+    columns = line.split("\t")
+    token_name = f"token ID {columns[0]}" + (f" ({columns[1]!r})" if len(columns) > 1 else "")
+    if len(columns) != len(DEFAULT_FIELDS):
+        raise ValueError(f"{where}: {token_name}: expected {len(DEFAULT_FIELDS)} tab-separated columns, found "
+                         f"{len(columns)}: {line!r}")
+    try:
+        token = parse_line(line, DEFAULT_FIELDS)
+    except ParseException as error:
+        raise ValueError(f"{where}: {token_name}: {error}") from error
+    deps = token["deps"]
+    if isinstance(deps, str):
+        raise ValueError(f"{where}: {token_name}: malformed DEPS {deps!r} (expected head:label|head:label)")
+    ident = token["id"]
+    kind, key = ("word", (ident,)) if isinstance(ident, int) else ({"-": "range", ".": "empty"}[ident[1]], (ident[0], ident[2]))
+    misc = token["misc"] or {}
+    return Row(
+        kind=kind,
+        key=key,
+        form=token["form"],
+        upos=_value(token["upos"]),
+        head=token["head"],
+        deprel=_value(token["deprel"]),
+        deps=None if deps is None else tuple((h if isinstance(h, int) else (h[0], h[2]), label) for label, h in deps),
+        entity=misc.get("Entity"),
+        line=number,
+    )
+
+
+def _value(value: str | None) -> str | None:
+    return None if value in (None, "_") else value
+
+
+def _document_coref(sentences: list[Sentence]) -> list[list[Mention]] | None:
+    if all(s.coref is None for s in sentences):
+        return None
+    clusters: dict[str, list[Mention]] = {}
+    offset = 0
+    for s in sentences:
+        for eid, cluster in zip(s.meta.get(COREF_IDS, []), s.coref or []):
+            shift = [Mention(m.start + offset, m.end + offset, None if m.head is None else m.head + offset) for m in cluster]
+            clusters.setdefault(eid, []).extend(shift)
+        offset += len(s)
+    return list(clusters.values())
