@@ -10,6 +10,15 @@ from structattn.structures.providers import (
     provider_names,
     register_provider,
 )
+from structattn.structures.readers import (
+    bundled_treebank,
+    from_stanza,
+    load_bundled,
+    read_conllu,
+    read_conllu_documents,
+    read_sdp,
+    write_conllu,
+)
 from structattn.structures.sentence import Document, Mention, SemanticEdge, Sentence
 from structattn.structures.structure import FIELDS, Structure
 
@@ -33,4 +42,11 @@ __all__ = [
     "get_provider",
     "provider_names",
     "register_provider",
+    "bundled_treebank",
+    "from_stanza",
+    "load_bundled",
+    "read_conllu",
+    "read_conllu_documents",
+    "read_sdp",
+    "write_conllu",
 ]
