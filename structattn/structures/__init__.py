@@ -2,6 +2,7 @@
 
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.collate import collate
+from structattn.structures.generators import GrammarGenerator, ListOpsGenerator
 from structattn.structures.interop import from_edge_index, from_networkx, from_pyg, to_edge_index, to_networkx, to_pyg
 from structattn.structures.providers import (
     GraphProvider,
@@ -32,7 +33,9 @@ __all__ = [
     "to_pyg",
     "FIELDS",
     "Document",
+    "GrammarGenerator",
     "GraphProvider",
+    "ListOpsGenerator",
     "Mention",
     "SemanticEdge",
     "Sentence",
