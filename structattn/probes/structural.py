@@ -1,0 +1,290 @@
+"""Structural probes (Hewitt & Manning 2019, "A Structural Probe for Finding Syntax in Word Representations").
+
+On frozen word-level hidden states ``h`` (b, n, d_model) a linear map ``B`` (rank, d_model) is trained so that
+
+* :class:`DistanceProbe`: ``d_B(h_i, h_j) = ||B (h_i - h_j)||^2`` approximates the gold tree distance
+  ``d(i, j)`` (hops in the undirected dependency tree); loss (paper, eq. 3) per sentence
+  ``sum_{i,j} |d(i, j) - d_B(h_i, h_j)| / n^2``, averaged over sentences;
+* :class:`DepthProbe`: ``||B h_i||^2`` approximates the depth of word ``i`` (hops to the root); loss per
+  sentence ``sum_i |depth_i - ||B h_i||^2| / n``, averaged over sentences.
+
+Metrics (:func:`evaluate`), as in the paper:
+
+* ``uuas`` (distance): minimum spanning tree of the predicted distances (scipy) vs the gold tree's
+  undirected edges, pooled over the corpus. With ``exclude_punct=True`` (the paper's setting, default)
+  words with ``upos == "PUNCT"`` are dropped before decoding and scoring.
+* ``root_acc`` (depth): the fraction of sentences whose shallowest predicted non-punctuation word is the
+  gold root.
+* ``spearman``: ``scipy.stats.spearmanr`` between predicted and gold values over all words (punctuation
+  included, as in the paper's code): per word against every word (distance; averaged over the words of
+  the sentence) or per sentence (depth); averaged over sentences of each length, then macro-averaged over
+  lengths in ``length_range`` (``(5, 50)`` inclusive, the paper's range). A constant prediction has no
+  defined correlation and counts as 0. ``nan`` when no sentence has a length in range.
+
+Glossary: b batch, n tokens (words), d model dim, r probe rank.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+import torch
+from einops import einsum
+from scipy.stats import spearmanr
+from torch import nn
+from tqdm.auto import tqdm
+
+from structattn.probes.tree_induction import punctuation_keep, spanning_tree, tree_edges, uuas
+from structattn.structures.providers import get_provider
+from structattn.structures.sentence import Sentence
+
+
+class StructuralProbe(nn.Module):
+    """A rank-``rank`` linear map ``B`` (rank, model_dim) read through squared norms; subclasses say which.
+
+    Args:
+        model_dim: width of the hidden states.
+        rank: rows of ``B`` (the paper uses the full width or less).
+    """
+
+    def __init__(self, model_dim: int, rank: int) -> None:
+        super().__init__()
+        if model_dim < 1 or rank < 1:
+            raise ValueError(f"model_dim and rank must be >= 1, got model_dim={model_dim}, rank={rank}")
+        self.model_dim, self.rank = model_dim, rank
+        self.proj = nn.Parameter(torch.empty(rank, model_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Uniform(-0.05, 0.05) as in the paper's code, from ``generator`` when given."""
+        with torch.no_grad():
+            values = torch.rand(self.proj.shape, generator=generator, dtype=torch.float32) * 0.1 - 0.05
+            self.proj.copy_(values.to(self.proj.device, self.proj.dtype))
+
+    def transform(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``B h`` for every token. Shapes: (b, n, d) -> (b, n, r)."""
+        return einsum(hidden.to(self.proj.dtype), self.proj, "b n d, r d -> b n r")
+
+    def targets(self, sentences: Sequence[Sentence], n: int) -> torch.Tensor:
+        """Gold values padded to ``n`` tokens."""
+        raise NotImplementedError
+
+    def loss(self, predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        """Length-normalised L1 loss averaged over sentences (see the module docstring)."""
+        raise NotImplementedError
+
+    def metrics(
+        self,
+        predicted: list[np.ndarray],
+        gold: list[np.ndarray],
+        sentences: Sequence[Sentence],
+        exclude_punct: bool,
+        length_range: tuple[int, int],
+    ) -> dict[str, float]:
+        """Metrics from per-sentence predictions and gold values, both cropped to each sentence's length."""
+        raise NotImplementedError
+
+
+class DistanceProbe(StructuralProbe):
+    """Predicts tree distances as ``||B (h_i - h_j)||^2`` (Hewitt & Manning 2019, eq. 2).
+
+    Shapes:
+        forward: hidden (b, n, d) -> squared distances (b, n, n).
+    """
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        t = self.transform(hidden)  # (b, n, r)
+        diff = t[:, :, None, :] - t[:, None, :, :]  # (b, n, n, r)
+        return diff.pow(2).sum(-1)
+
+    def targets(self, sentences: Sequence[Sentence], n: int) -> torch.Tensor:
+        return gold_distances(sentences, n)
+
+    def loss(self, predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        pairs = token_mask[:, :, None] & token_mask[:, None, :]  # (b, n, n)
+        err = torch.where(pairs, (predicted - gold.to(predicted.dtype)).abs(), torch.zeros_like(predicted))
+        lengths = token_mask.sum(-1).to(predicted.dtype)
+        return (err.sum((-1, -2)) / lengths.pow(2)).mean()
+
+    def metrics(self, predicted, gold, sentences, exclude_punct, length_range):
+        decoded, edges, by_length = [], [], defaultdict(list)
+        for pred, true, s in zip(predicted, gold, sentences):
+            keep = punctuation_keep(s, exclude_punct)
+            idx = np.flatnonzero(keep)
+            decoded.append({(int(idx[i]), int(idx[j])) for i, j in spanning_tree(pred[np.ix_(idx, idx)])})
+            edges.append(tree_edges(s.heads, keep))
+            if length_range[0] <= len(s) <= length_range[1]:
+                by_length[len(s)].append(float(np.mean(_row_spearman(pred, true))))
+        return {"uuas": uuas(decoded, edges), **_macro_spearman(by_length)}
+
+
+class DepthProbe(StructuralProbe):
+    """Predicts tree depth as ``||B h_i||^2`` (Hewitt & Manning 2019, section 2).
+
+    Shapes:
+        forward: hidden (b, n, d) -> squared norms (b, n).
+    """
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.transform(hidden).pow(2).sum(-1)
+
+    def targets(self, sentences: Sequence[Sentence], n: int) -> torch.Tensor:
+        return gold_depths(sentences, n)
+
+    def loss(self, predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        err = torch.where(token_mask, (predicted - gold.to(predicted.dtype)).abs(), torch.zeros_like(predicted))
+        lengths = token_mask.sum(-1).to(predicted.dtype)
+        return (err.sum(-1) / lengths).mean()
+
+    def metrics(self, predicted, gold, sentences, exclude_punct, length_range):
+        correct, by_length = 0, defaultdict(list)
+        for pred, true, s in zip(predicted, gold, sentences):
+            keep = np.asarray(punctuation_keep(s, exclude_punct))
+            candidates = np.flatnonzero(keep) if keep.any() else np.arange(len(s))
+            correct += int(candidates[np.argmin(pred[candidates])] == s.heads.index(-1))
+            if length_range[0] <= len(s) <= length_range[1]:
+                by_length[len(s)].append(_spearman(pred, true))
+        return {"root_acc": correct / len(sentences), **_macro_spearman(by_length)}
+
+
+def gold_distances(sentences: Sequence[Sentence], n: int) -> torch.Tensor:
+    """Tree distances from the ``dependency`` provider, padded with -1 to ``n``. Shapes: (b, n, n) float32."""
+    dist = get_provider("dependency").batch(list(sentences)).distance.to(torch.float32)
+    extra = n - dist.shape[-1]
+    return torch.nn.functional.pad(dist, (0, extra, 0, extra), value=-1.0)
+
+
+def gold_depths(sentences: Sequence[Sentence], n: int) -> torch.Tensor:
+    """Hops from each word to its sentence's root, -1 on padding. Shapes: (b, n) float32."""
+    dist = gold_distances(sentences, n)
+    roots = torch.tensor([s.heads.index(-1) for s in sentences])
+    depth = dist[torch.arange(len(sentences)), :, roots]  # (b, n)
+    return depth
+
+
+def fit_probe(
+    probe: StructuralProbe,
+    hidden: torch.Tensor,
+    token_mask: torch.Tensor,
+    gold: Sequence[Sentence],
+    epochs: int = 30,
+    lr: float = 1e-3,
+    seed: int = 0,
+    progress: bool = True,
+    batch_size: int = 32,
+) -> list[float]:
+    """Train ``probe`` on frozen ``hidden`` states with Adam (the paper's optimiser).
+
+    The probe is re-initialised from ``seed`` (which also orders the minibatches), so a call is
+    deterministic. The paper's learning-rate decay and early stopping on a dev set are left to the caller
+    (call :func:`evaluate` between calls with a fixed number of epochs).
+
+    Args:
+        probe: a :class:`DistanceProbe` or :class:`DepthProbe`.
+        hidden: word-level hidden states (b, n, d); not differentiated through.
+        token_mask: (b, n) bool, ``True`` on the first ``len(gold[k])`` tokens of row ``k``.
+        gold: the b sentences with gold ``heads``.
+        epochs, lr, seed, batch_size: training schedule; ``progress=False`` hides the tqdm bar.
+
+    Returns:
+        the mean training loss of each epoch.
+    """
+    _check_batch(probe, hidden, token_mask, gold)
+    generator = torch.Generator().manual_seed(seed)
+    probe.reset_parameters(generator)
+    hidden, token_mask = hidden.detach(), token_mask.bool()
+    target = probe.targets(gold, hidden.shape[1]).to(hidden.device)
+    optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
+    history: list[float] = []
+    bar = tqdm(range(epochs), desc=f"fit {type(probe).__name__}", disable=not progress, leave=False)
+    for _ in bar:
+        total = 0.0
+        for chunk in torch.randperm(len(gold), generator=generator).split(batch_size):
+            chunk = chunk.to(hidden.device)
+            loss = probe.loss(probe(hidden[chunk]), target[chunk], token_mask[chunk])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(chunk)
+        history.append(total / len(gold))
+        bar.set_postfix(loss=f"{history[-1]:.4f}")
+    return history
+
+
+@torch.no_grad()
+def evaluate(
+    probe: StructuralProbe,
+    hidden: torch.Tensor,
+    token_mask: torch.Tensor,
+    gold: Sequence[Sentence],
+    exclude_punct: bool = True,
+    length_range: tuple[int, int] = (5, 50),
+) -> dict[str, float]:
+    """Loss and the paper's metrics of ``probe`` on ``hidden`` (arguments as in :func:`fit_probe`).
+
+    Returns:
+        ``{"loss", "uuas", "spearman", "spearman_sentences"}`` for a distance probe and
+        ``{"loss", "root_acc", "spearman", "spearman_sentences"}`` for a depth probe.
+    """
+    _check_batch(probe, hidden, token_mask, gold)
+    token_mask = token_mask.bool()
+    predicted = probe(hidden)
+    target = probe.targets(gold, hidden.shape[1]).to(hidden.device)
+    loss = probe.loss(predicted, target, token_mask)
+    pred, true = (t.to(torch.float64).cpu().numpy() for t in (predicted, target))
+    crops = [(k,) + (slice(0, len(s)),) * (pred.ndim - 1) for k, s in enumerate(gold)]  # real tokens of row k
+    pred_k, true_k = [pred[c] for c in crops], [true[c] for c in crops]
+    return {"loss": float(loss), **probe.metrics(pred_k, true_k, gold, exclude_punct, length_range)}
+
+
+def _check_batch(probe: StructuralProbe, hidden: torch.Tensor, token_mask: torch.Tensor, gold: Sequence[Sentence]) -> None:
+    if hidden.dim() != 3 or hidden.shape[-1] != probe.model_dim:
+        raise ValueError(f"hidden must be (b, n, {probe.model_dim}), got shape {tuple(hidden.shape)}")
+    if tuple(token_mask.shape) != tuple(hidden.shape[:2]):
+        raise ValueError(f"token_mask has shape {tuple(token_mask.shape)}, hidden needs {tuple(hidden.shape[:2])}")
+    if len(gold) != hidden.shape[0]:
+        raise ValueError(f"{len(gold)} gold sentences for a batch of {hidden.shape[0]} hidden-state rows")
+    n = hidden.shape[1]
+    mask = token_mask.bool().cpu()
+    for k, s in enumerate(gold):
+        if s.heads is None:
+            raise ValueError(f"sentence {s.id!r} has no heads (a gold tree is needed)")
+        if len(s) > n or not bool(mask[k, : len(s)].all()) or bool(mask[k, len(s):].any()):
+            raise ValueError(
+                f"sentence {s.id!r} has {len(s)} words, but token_mask row {k} marks {int(mask[k].sum())} tokens; "
+                "it must mark exactly the first len(sentence) tokens (word-level states, padded at the end)"
+            )
+        if not torch.isfinite(hidden[k, : len(s)]).all():
+            bad = int((~torch.isfinite(hidden[k, : len(s)])).any(-1).nonzero()[0])
+            raise ValueError(f"sentence {s.id!r}: hidden state of token {bad} ({s.words[bad]!r}) is not finite")
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho of two vectors; 0 where undefined (constant input)."""
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(spearmanr(a, b).statistic)
+
+
+def _row_spearman(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``pred`` with the same row of ``true`` (n, n); 0 where undefined.
+
+    One ``spearmanr(axis=1)`` call correlates all 2n rows with each other; row i vs row i sits at [i, n + i].
+    """
+    n = pred.shape[0]
+    if n < 2:
+        return np.zeros(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant rows: nan, replaced by 0 below
+        rho = np.asarray(spearmanr(pred, true, axis=1).statistic)
+    return np.nan_to_num(np.diagonal(rho[:n, n:]), nan=0.0)
+
+
+def _macro_spearman(by_length: dict[int, list[float]]) -> dict[str, float]:
+    count = sum(len(v) for v in by_length.values())
+    if not count:
+        return {"spearman": float("nan"), "spearman_sentences": 0.0}
+    return {"spearman": float(np.mean([np.mean(v) for v in by_length.values()])), "spearman_sentences": float(count)}

@@ -1,0 +1,239 @@
+"""Trees induced from attention weights, scored by UUAS against gold dependency trees.
+
+Each head's word-level attention ``w`` (b, h, n, n) is symmetrised (``w + w^T``) and decoded into the
+maximum spanning tree of the complete graph over the real tokens (scipy's
+``minimum_spanning_tree`` on negated, shifted weights), as in Raganato & Tiedemann (2018) and
+Mareček & Rosa (2019). UUAS (unlabelled undirected attachment score) is the fraction of gold tree edges
+that the induced tree contains, pooled over the corpus (``sum correct / sum gold``), the way Hewitt &
+Manning (2019) report it.
+
+Baselines reported alongside: a uniformly random spanning tree per sentence (a seeded uniform Prüfer
+sequence, which is uniform over the ``n^(n-2)`` labelled trees; expected UUAS ``2 / n`` per sentence),
+averaged over ``num_random`` samples, and the right-branching chain ``i - (i+1)``.
+
+Attention must already be word-level (subword attention pooled to words by the caller) and padded at the
+end: token ``i`` of sentence ``k`` is word ``i``.
+
+Glossary: b batch, h heads, n tokens (words), l layers.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import networkx as nx
+import numpy as np
+import torch
+from scipy.sparse.csgraph import minimum_spanning_tree
+
+from structattn.structures.sentence import Sentence
+
+Edge = tuple[int, int]  # undirected edge as (min, max)
+
+
+def spanning_tree(weights: np.ndarray, maximum: bool = False) -> set[Edge]:
+    """Minimum (or maximum) spanning tree of the complete graph whose edge ``{i, j}`` weighs ``weights[i, j]``.
+
+    Only the upper triangle is read. scipy treats a zero entry as a missing edge, so the weights are
+    shifted to be ``>= 1``: every spanning tree has ``n - 1`` edges, hence a constant shift keeps the optimum.
+
+    Shapes:
+        weights: (n, n). Returns ``n - 1`` edges ``(i, j)`` with ``i < j`` (none for ``n < 2``).
+
+    Raises:
+        ValueError: for a non-square matrix or non-finite weights.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2 or w.shape[0] != w.shape[1]:
+        raise ValueError(f"spanning_tree: expected a square (n, n) matrix, got shape {tuple(w.shape)}")
+    n = w.shape[0]
+    if n < 2:
+        return set()
+    rows, cols = np.triu_indices(n, 1)
+    values = w[rows, cols]
+    if not np.isfinite(values).all():
+        bad = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise ValueError(f"spanning_tree: weight of pair ({rows[bad]}, {cols[bad]}) is {values[bad]}")
+    cost = values.max() - values + 1.0 if maximum else values - values.min() + 1.0
+    dense = np.zeros((n, n))
+    dense[rows, cols] = cost
+    tree = minimum_spanning_tree(dense).tocoo()
+    return {(int(min(i, j)), int(max(i, j))) for i, j in zip(tree.row, tree.col)}
+
+
+def tree_edges(heads: Sequence[int], keep: Sequence[bool] | None = None) -> set[Edge]:
+    """Undirected head-dependent pairs of a tree, restricted to pairs whose both ends are kept."""
+    return {
+        (min(i, h), max(i, h))
+        for i, h in enumerate(heads)
+        if h >= 0 and (keep is None or (keep[i] and keep[h]))
+    }
+
+
+def uuas(predicted: Sequence[set[Edge]], gold: Sequence[set[Edge]]) -> float:
+    """Corpus UUAS: ``sum |pred ∩ gold| / sum |gold|``; ``nan`` when there is no gold edge at all."""
+    if len(predicted) != len(gold):
+        raise ValueError(f"uuas: {len(predicted)} predicted trees for {len(gold)} gold trees")
+    total = sum(len(g) for g in gold)
+    if total == 0:
+        return float("nan")
+    return sum(len(p & g) for p, g in zip(predicted, gold)) / total
+
+
+def punctuation_keep(sentence: Sentence, exclude_punct: bool) -> list[bool]:
+    """Which words are scored: all, or all but ``upos == "PUNCT"``.
+
+    Raises:
+        ValueError: when punctuation is to be excluded but the sentence has no ``upos``.
+    """
+    if not exclude_punct:
+        return [True] * len(sentence)
+    if sentence.upos is None:
+        raise ValueError(
+            f"sentence {sentence.id!r} has no upos, so its punctuation cannot be excluded; pass exclude_punct=False"
+        )
+    return [tag != "PUNCT" for tag in sentence.upos]
+
+
+def random_tree(nodes: Sequence[int], rng: random.Random) -> set[Edge]:
+    """A uniformly random spanning tree over ``nodes`` (uniform Prüfer sequence)."""
+    m = len(nodes)
+    if m < 2:
+        return set()
+    code = [rng.randrange(m) for _ in range(m - 2)]
+    tree = nx.from_prufer_sequence(code) if m > 2 else nx.path_graph(2)
+    return {(min(nodes[i], nodes[j]), max(nodes[i], nodes[j])) for i, j in tree.edges()}
+
+
+def random_tree_uuas(
+    sentences: Sequence[Sentence], num_samples: int = 10, seed: int = 0, exclude_punct: bool = False
+) -> float:
+    """Mean corpus UUAS of uniformly random spanning trees over each sentence's scored words."""
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    rng = random.Random(seed)
+    keeps = [punctuation_keep(s, exclude_punct) for s in sentences]
+    gold = [tree_edges(s.heads, keep) for s, keep in zip(sentences, keeps)]
+    nodes = [[i for i, k in enumerate(keep) if k] for keep in keeps]
+    scores = [uuas([random_tree(ns, rng) for ns in nodes], gold) for _ in range(num_samples)]
+    return float(np.mean(scores))
+
+
+def right_branching_uuas(sentences: Sequence[Sentence], exclude_punct: bool = False) -> float:
+    """Corpus UUAS of the chain linking each scored word to the next scored word."""
+    keeps = [punctuation_keep(s, exclude_punct) for s in sentences]
+    gold = [tree_edges(s.heads, keep) for s, keep in zip(sentences, keeps)]
+    chains = []
+    for keep in keeps:
+        ns = [i for i, k in enumerate(keep) if k]
+        chains.append(set(zip(ns[:-1], ns[1:])))
+    return uuas(chains, gold)
+
+
+def induce_trees(
+    weights: torch.Tensor | Sequence[torch.Tensor], token_mask: torch.Tensor
+) -> list[list[set[Edge]]] | list[list[list[set[Edge]]]]:
+    """Maximum spanning trees of symmetrised attention, per sentence and head (and layer).
+
+    Args:
+        weights: attention probabilities (b, h, n, n), or a sequence of them (one per layer).
+        token_mask: (b, n) bool, ``True`` on the tokens that take part; the rest (padding, or tokens left
+            out on purpose, such as punctuation) are ignored whatever their weights.
+
+    Returns:
+        ``trees[k][head]`` (or ``trees[layer][k][head]``): edges ``(i, j)``, ``i < j``, in token positions.
+
+    Raises:
+        ValueError: for shapes that do not fit together.
+    """
+    if not isinstance(weights, torch.Tensor):
+        return [induce_trees(w, token_mask) for w in weights]  # type: ignore[misc]
+    if weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"induce_trees: attention must be (b, h, n, n), got shape {tuple(weights.shape)}")
+    b, _, n, _ = weights.shape
+    if tuple(token_mask.shape) != (b, n):
+        raise ValueError(f"induce_trees: token_mask has shape {tuple(token_mask.shape)}, attention needs ({b}, {n})")
+    sym = (weights + weights.transpose(-1, -2)).detach().to(torch.float64).cpu().numpy()  # (b, h, n, n)
+    mask = token_mask.bool().cpu().numpy()
+    out = []
+    for k in range(b):
+        positions = np.flatnonzero(mask[k])
+        per_head = []
+        for head_weights in sym[k]:
+            local = spanning_tree(head_weights[np.ix_(positions, positions)], maximum=True)
+            per_head.append({(int(positions[i]), int(positions[j])) for i, j in local})
+        out.append(per_head)
+    return out
+
+
+def tree_induction_uuas(
+    weights_per_layer: torch.Tensor | Sequence[torch.Tensor],
+    sentences: Sequence[Sentence],
+    token_mask: torch.Tensor | None = None,
+    exclude_punct: bool = False,
+    num_random: int = 10,
+    seed: int = 0,
+) -> list[dict[str, float]]:
+    """UUAS of the tree induced from every layer and head, with the two baselines alongside.
+
+    Args:
+        weights_per_layer: per layer, word-level attention (b, h, n, n) (a single tensor = one layer).
+        sentences: the b gold sentences (with ``heads``).
+        token_mask: (b, n) bool; by default built from the sentence lengths. Must be ``True`` exactly on
+            the first ``len(sentence)`` tokens.
+        exclude_punct: score and decode over non-punctuation words only (``upos == "PUNCT"`` removed).
+        num_random: random trees per sentence for the random baseline; ``seed`` seeds them.
+
+    Returns:
+        rows ``{"layer", "head", "uuas", "random_baseline", "right_branching_baseline"}``, layer-major.
+    """
+    layers = [weights_per_layer] if isinstance(weights_per_layer, torch.Tensor) else list(weights_per_layer)
+    if not layers:
+        raise ValueError("tree_induction_uuas: no layers given")
+    if layers[0].dim() != 4 or layers[0].shape[0] != len(sentences):
+        raise ValueError(
+            f"tree_induction_uuas: attention of shape {tuple(layers[0].shape)} for {len(sentences)} sentences; "
+            "expected (b, h, n, n) with b = number of sentences"
+        )
+    token_mask = _sentence_mask(sentences, layers[0].shape[-1], token_mask)
+    keeps = [punctuation_keep(s, exclude_punct) for s in sentences]
+    gold = [tree_edges(s.heads, keep) for s, keep in zip(sentences, keeps)]
+    scored = token_mask.clone()
+    for k, keep in enumerate(keeps):
+        scored[k, : len(keep)] &= torch.tensor(keep)
+    random_base = random_tree_uuas(sentences, num_random, seed, exclude_punct)
+    chain_base = right_branching_uuas(sentences, exclude_punct)
+    rows = []
+    for layer, trees in enumerate(induce_trees(layers, scored)):
+        for head in range(len(trees[0])):
+            rows.append({
+                "layer": layer,
+                "head": head,
+                "uuas": uuas([per_head[head] for per_head in trees], gold),
+                "random_baseline": random_base,
+                "right_branching_baseline": chain_base,
+            })
+    return rows
+
+
+def _sentence_mask(sentences: Sequence[Sentence], n: int, token_mask: torch.Tensor | None) -> torch.Tensor:
+    """The end-padded token mask of ``sentences`` (built, or checked when given)."""
+    lengths = torch.tensor([len(s) for s in sentences])
+    for s in sentences:
+        if s.heads is None:
+            raise ValueError(f"sentence {s.id!r} has no heads (a gold tree is needed)")
+        if len(s) > n:
+            raise ValueError(f"sentence {s.id!r} has {len(s)} words, but the attention covers only {n} tokens")
+    expected = torch.arange(n)[None, :] < lengths[:, None]
+    if token_mask is None:
+        return expected
+    if tuple(token_mask.shape) != tuple(expected.shape):
+        raise ValueError(f"token_mask has shape {tuple(token_mask.shape)}, expected {tuple(expected.shape)}")
+    for k, s in enumerate(sentences):
+        if not torch.equal(token_mask[k].bool().cpu(), expected[k]):
+            raise ValueError(
+                f"sentence {s.id!r}: token_mask marks {int(token_mask[k].sum())} tokens; it must mark exactly "
+                f"its first {len(s)} tokens (word-level attention, padded at the end)"
+            )
+    return expected
