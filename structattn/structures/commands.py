@@ -69,11 +69,11 @@ def _heatmap(sentence: Any, structures: dict[str, Any], path: Path) -> None:
         d = st.dense_distance()[0, :n, :n].float()
         d[d < 0] = float("nan")
         im = ax.imshow(d.numpy(), cmap="viridis")
-        ax.set_title(f"{name}: hops (blank = unreachable)")
+        ax.set_title(f"{name}: hops (blank = unreachable)", fontsize=10)
         ax.set_xticks(range(n), sentence.words, rotation=90, fontsize=6)
         ax.set_yticks(range(n), sentence.words, fontsize=6)
         fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(f"sentence {sentence.id}")
+    fig.text(0.01, 0.99, f"sentence {sentence.id}", va="top", fontsize=9)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
