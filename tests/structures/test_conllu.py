@@ -178,6 +178,10 @@ ENTITY_ERRORS = {
     "malformed": ("(e1-x-1)", "e1)junk", r"line 3: sentence 's1': token 1 \('b', ID 2\): malformed Entity='e1\)junk'"),
     "head not a number": ("(e1-x-h", "e1)", r"line 2: .*has head 'h', not a number"),
     "head beyond mention": ("(e1-x-5", "e1)", r"line 2: .*has head 5, but only 2 nodes"),
+    "discontinuous without last part": ("(e1[1/2]-x-1)", "_", r"line 1: sentence 's1': discontinuous mention of "
+                                                              r"entity 'e1' is missing its last part"),
+    "discontinuous without first part": ("_", "(e1[2/2]-x-1)", r"line 3: .*token 1 \('b', ID 2\): part 2/2 of a "
+                                                               r"discontinuous mention of 'e1' has no first part"),
 }
 
 

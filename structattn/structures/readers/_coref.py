@@ -59,8 +59,9 @@ class EntityReader:
                 self._read_chunks(position, row)
         for stack in self.open.values():
             if stack:
-                raise self.locate.error(stack[0].row, f"entity bracket '({stack[0].eid}' at {self.locate.token(stack[0].row)} "
-                                                      "is never closed in this sentence (CorefUD mentions cannot cross sentences)")
+                row = stack[0].row
+                raise self.locate.error(row, f"entity bracket '({stack[0].raw}' at {self.locate.token(row)} is never "
+                                             "closed in this sentence (CorefUD mentions cannot cross sentences)")
         for eid in self.partial:
             raise self.locate.error(None, f"discontinuous mention of entity {eid!r} is missing its last part")
         order = {eid: k for k, eid in enumerate(self.mentions)}
@@ -91,7 +92,8 @@ class EntityReader:
             raise self.locate.error(row, f"{self.locate.token(row)}: Entity chunk '({chunk}' has no entity id")
         head = values.get("head") or None
         if head is not None and not head.isdigit():
-            raise self.locate.error(row, f"{self.locate.token(row)}: Entity chunk '({chunk}' has head {head!r}, not a number")
+            raise self.locate.error(row, f"{self.locate.token(row)}: Entity chunk '({chunk}' has head {head!r}, "
+                                         "not a number")
         eid, part, parts = raw, 1, 1
         sub = _SUBSPAN.match(raw)
         if sub:
@@ -109,9 +111,13 @@ class EntityReader:
 
     def _finish(self, bracket: _Open) -> None:
         if bracket.parts > 1:
-            if bracket.part > 1 and bracket.eid not in self.partial:
-                raise self.locate.error(bracket.row, f"part {bracket.part} of a discontinuous mention of {bracket.eid!r} has no first part")
-            nodes = self.partial.setdefault(bracket.eid, []) + bracket.nodes
+            known = self.partial.get(bracket.eid)
+            if (bracket.part == 1) != (known is None):
+                problem = "has no first part" if known is None else "starts before the previous one is complete"
+                where = self.locate.token(bracket.row)
+                raise self.locate.error(bracket.row, f"{where}: part {bracket.part}/{bracket.parts} of a "
+                                                     f"discontinuous mention of {bracket.eid!r} {problem}")
+            nodes = (known or []) + bracket.nodes
             if bracket.part < bracket.parts:
                 self.partial[bracket.eid] = nodes
                 return
@@ -122,8 +128,9 @@ class EntityReader:
     def _add_mention(self, bracket: _Open) -> None:
         words = [self.word_of[p] for p in bracket.nodes if self.word_of[p] is not None]
         if bracket.head is not None and not 1 <= bracket.head <= len(bracket.nodes):
-            raise self.locate.error(bracket.row, f"mention of entity {bracket.eid!r} opened at {self.locate.token(bracket.row)} "
-                                                 f"has head {bracket.head}, but only {len(bracket.nodes)} nodes")
+            raise self.locate.error(bracket.row, f"mention of entity {bracket.eid!r} opened at "
+                                                 f"{self.locate.token(bracket.row)} has head {bracket.head}, but only "
+                                                 f"{len(bracket.nodes)} nodes")
         if not words:
             return  # a mention of empty nodes only: dropped with them
         head = None if bracket.head is None else self.word_of[bracket.nodes[bracket.head - 1]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 NodeKey = Union[int, tuple[int, int]]  # word id (0 = root) or empty node (word, k), as in the file (1-based)
 
@@ -42,6 +42,18 @@ class Row:
         """The id as the file writes it: ``7``, ``8.1`` or ``1-2``."""
         sep = {"word": "", "empty": ".", "range": "-"}[self.kind]
         return sep.join(str(k) for k in self.key)
+
+
+def dependency_pairs(deps: list[tuple[str, Any]] | None) -> tuple[tuple[NodeKey, str], ...] | None:
+    """``conllu``'s parsed DEPS (``[(label, 3), (label, (8, ".", 1))]``) as ``((3, label), ((8, 1), label))``."""
+    if deps is None:
+        return None
+    return tuple((head if isinstance(head, int) else (head[0], head[2]), label) for label, head in deps)
+
+
+def present(value: str | None) -> str | None:
+    """A column value, ``None`` for ``_``."""
+    return None if value in (None, "_") else value
 
 
 _TOKEN_IN_MESSAGE = re.compile(r"\btoken (\d+)\b")

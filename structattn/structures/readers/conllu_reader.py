@@ -16,7 +16,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import DEFAULT_FIELDS, parse_line
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
-from structattn.structures.readers._rows import Row, describe
+from structattn.structures.readers._rows import Row, dependency_pairs, describe, present
 from structattn.structures.readers._source import PathOrText, numbered_blocks, parse_comment, read_source
 from structattn.structures.sentence import Document, Mention, Sentence
 
@@ -50,7 +50,7 @@ def read_conllu_documents(path_or_text: PathOrText) -> list[Document]:
     groups: dict[int, list[Sentence]] = {}
     for sentence, document in _read(path_or_text):
         groups.setdefault(document, []).append(sentence)
-    return [Document(sentences, coref=_document_coref(sentences), id=sentences[0].doc_id) for sentences in groups.values()]
+    return [Document(group, coref=_document_coref(group), id=group[0].doc_id) for group in groups.values()]
 
 
 def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
@@ -60,7 +60,8 @@ def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
     for block in numbered_blocks(text):
         comments = [parse_comment(line) for _, line in block if line.startswith("#")]
         sentence = describe(dict(comments).get("sent_id"))
-        rows = [_row(number, line, f"{source} line {number}: {sentence}") for number, line in block if not line.startswith("#")]
+        rows = [_row(number, line, f"{source} line {number}: {sentence}")
+                for number, line in block if not line.startswith("#")]
         out.append((assembler.build(rows, comments, block[0][0]), assembler.document))
     if not out:
         raise ValueError(f"{source}: no sentences (the input is empty or has only blank lines)")
@@ -82,23 +83,21 @@ def _row(number: int, line: str, where: str) -> Row:
     if isinstance(deps, str):
         raise ValueError(f"{where}: {token_name}: malformed DEPS {deps!r} (expected head:label|head:label)")
     ident = token["id"]
-    kind, key = ("word", (ident,)) if isinstance(ident, int) else ({"-": "range", ".": "empty"}[ident[1]], (ident[0], ident[2]))
-    misc = token["misc"] or {}
+    if isinstance(ident, int):
+        kind, key = "word", (ident,)
+    else:  # (1, "-", 2) or (8, ".", 1)
+        kind, key = {"-": "range", ".": "empty"}[ident[1]], (ident[0], ident[2])
     return Row(
         kind=kind,
         key=key,
         form=token["form"],
-        upos=_value(token["upos"]),
+        upos=present(token["upos"]),
         head=token["head"],
-        deprel=_value(token["deprel"]),
-        deps=None if deps is None else tuple((h if isinstance(h, int) else (h[0], h[2]), label) for label, h in deps),
-        entity=misc.get("Entity"),
+        deprel=present(token["deprel"]),
+        deps=dependency_pairs(deps),
+        entity=(token["misc"] or {}).get("Entity"),
         line=number,
     )
-
-
-def _value(value: str | None) -> str | None:
-    return None if value in (None, "_") else value
 
 
 def _document_coref(sentences: list[Sentence]) -> list[list[Mention]] | None:
@@ -108,7 +107,8 @@ def _document_coref(sentences: list[Sentence]) -> list[list[Mention]] | None:
     offset = 0
     for s in sentences:
         for eid, cluster in zip(s.meta.get(COREF_IDS, []), s.coref or []):
-            shift = [Mention(m.start + offset, m.end + offset, None if m.head is None else m.head + offset) for m in cluster]
-            clusters.setdefault(eid, []).extend(shift)
+            clusters.setdefault(eid, []).extend(
+                Mention(m.start + offset, m.end + offset, None if m.head is None else m.head + offset) for m in cluster
+            )
         offset += len(s)
     return list(clusters.values())

@@ -15,7 +15,7 @@ from typing import Any
 from conllu.parser import parse_dict_value, parse_paired_list_value
 
 from structattn.structures.readers._assemble import SentenceAssembler
-from structattn.structures.readers._rows import Row
+from structattn.structures.readers._rows import Row, dependency_pairs, present
 from structattn.structures.readers._source import parse_comment
 from structattn.structures.sentence import Sentence
 
@@ -59,7 +59,13 @@ def _convert(sentences: list[Any]) -> list[Sentence]:
             comments.append(("sent_id", str(sentence.sent_id)))
         if "text" not in keys and sentence.text is not None:
             comments.append(("text", sentence.text))
-        out.append(assembler.build(_rows(sentence), comments, None))
+        try:
+            out.append(assembler.build(_rows(sentence), comments, None))
+        except ValueError as error:
+            if "names empty node" not in str(error):
+                raise
+            raise ValueError(f"{error} (stanza drops empty nodes unless the CoNLL-U is read with "
+                             "CoNLL.conll2doc(..., ignore_gapping=False))") from error
     return out
 
 
@@ -81,13 +87,9 @@ def _row(kind: str, key: tuple[int, ...], word: Any) -> Row:
         kind=kind,
         key=key,
         form=word.text,
-        upos=_value(word.upos),
+        upos=present(word.upos),
         head=word.head if kind == "word" else None,
-        deprel=_value(word.deprel),
-        deps=None if deps is None else tuple((h if isinstance(h, int) else (h[0], h[2]), label) for label, h in deps),
+        deprel=present(word.deprel),
+        deps=dependency_pairs(deps),
         entity=(misc or {}).get("Entity"),
     )
-
-
-def _value(value: str | None) -> str | None:
-    return None if value in (None, "_") else value
