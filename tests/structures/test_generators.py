@@ -109,6 +109,7 @@ def test_verb_agrees_with_subject_and_wrong_form_is_the_other_number():
         assert s.meta["num_attractors"] == count
         for k, rel in enumerate(s.deprels):  # every verb agrees with its own subject (a relative's antecedent)
             if rel == "nsubj":
+                assert not [c for c in children(s, k) if s.deprels[c] == "conj"], f"{s.id}: coordinated subject {k}"
                 verb_k = s.heads[k]
                 subject_k = s.heads[verb_k] if k in relative_pronouns(s) else k
                 assert s.meta["feats"][subject_k] == s.meta["feats"][verb_k], f"{s.id}: token {k}"

@@ -20,7 +20,7 @@ class GrammarGenerator:
     The grammar (lexicon in :mod:`~structattn.structures.generators.lexicon`)::
 
         S    -> NP VP .                 VP -> V (NP) (PP) | VP CC VP
-        NP   -> DT (JJ) NN | NP PP | NP SBAR | NP CC NP (not as subject) | PRP (documents)
+        NP   -> DT (JJ) NN | NP PP | NP SBAR | NP CC NP (never a subject) | PRP (documents)
         PP   -> IN NP                   SBAR -> WHNP S   (subject or object relative clause)
 
     Verbs are present tense and agree in number with their subject. Each :class:`Sentence` carries: UD basic

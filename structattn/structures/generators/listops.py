@@ -142,7 +142,8 @@ class ListOpsGenerator:
         upos: list[str] = []
 
         def emit(word: str, head: int, deprel: str, tag: str) -> int:
-            words.append(word), heads.append(head), deprels.append(deprel), upos.append(tag)
+            for column, value in ((words, word), (heads, head), (deprels, deprel), (upos, tag)):
+                column.append(value)
             return len(words) - 1
 
         def walk(node: Expr, parent: int) -> str:

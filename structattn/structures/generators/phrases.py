@@ -108,7 +108,7 @@ class PhraseRules:
 
     # -- noun phrases ------------------------------------------------------------------------------------
     def np(self, b: SentenceBuilder, depth: int, role: str, number: Optional[str] = None) -> Phrase:
-        """``NP -> NP (PP) (SBAR)``, ``NP -> NP CC NP`` (not for subjects), or (in documents, main-clause
+        """``NP -> NP (PP) (SBAR)``, ``NP -> NP CC NP`` (never a subject, main or relative), or (in documents, main-clause
         subject/object) a pronoun or definite NP re-mentioning an earlier entity."""
         reused = self._reused_np(b, depth, role)
         if reused is not None:
@@ -121,7 +121,7 @@ class PhraseRules:
             node = ("NP", [node, self.relative(b, depth + 1, head, noun, number)])
         if self.discourse is not None:
             self.discourse.mention(self.discourse.new(noun, number), start, len(b), head)
-        if role != "subj" and self.embeds(depth, self.config.p_coord):
+        if role not in ("subj", "rsubj") and self.embeds(depth, self.config.p_coord):  # verbs agree with one noun
             cc = b.token(self.rng.choice(CONJUNCTIONS), "CCONJ", "CC")
             other_node, other, _ = self.np(b, depth + 1, "conj")
             b.attach(other, head, "conj")
