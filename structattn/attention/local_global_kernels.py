@@ -1,0 +1,246 @@
+"""Linear-memory kernels behind ``local_global`` (private to that variant).
+
+Glossary: b batch, h heads, n tokens, d head dim, s dilation residue, m tokens per residue group, t block,
+c queries per block, w window slot (``W = c + 2 r`` keys per block), g global slot (``G`` per row, padded).
+
+A dilated band ``|i - j| <= r * dil, dil | (i - j)`` only links tokens of equal residue ``i mod dil``, so the
+sequence is split into ``dil`` interleaved groups of ``m = ceil(n / dil)`` tokens, each an undilated band of
+radius ``r``. Each group is cut into blocks of ``c`` queries that see ``c + 2 r`` keys; global keys are
+gathered once per row (``G`` slots) and scored against every query; global queries get full rows
+``(G, n)``. Nothing of size ``n x n`` is built (except :func:`densify_weights`, on request).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+from structattn.attention.functional import compute_dtype, mask_value, zero_padded_queries
+
+
+@dataclass
+class BandLayout:
+    """Sizes of the grouped, blocked layout (see the module docstring)."""
+
+    n: int
+    radius: int
+    dilation: int
+    block: int
+
+    @property
+    def m(self) -> int:
+        return -(-self.n // self.dilation)
+
+    @property
+    def blocks(self) -> int:
+        return -(-self.m // self.block)
+
+    @property
+    def window(self) -> int:
+        return self.block + 2 * self.radius
+
+
+def choose_block(radius: int, n: int, dilation: int, block: int | None) -> int:
+    """Queries per block: ``max(radius, 32)`` (at most a group's length) unless given."""
+    m = -(-n // dilation)
+    return max(1, min(block if block is not None else max(radius, 32), m))
+
+
+def global_slots(is_global: torch.Tensor | None, token_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row global token indices padded to the largest count ``G``.
+
+    Shapes:
+        is_global, token_mask: (b, n) bool. Returns index (b, G) long (0 on unused slots) and valid (b, G) bool.
+    """
+    b, n = token_mask.shape
+    if is_global is None:
+        return token_mask.new_zeros(b, 0, dtype=torch.long), token_mask.new_zeros(b, 0)
+    flags = is_global & token_mask
+    count = flags.sum(-1)
+    slots = int(count.max()) if b else 0
+    order = torch.argsort((~flags).to(torch.int8), dim=-1, stable=True)[:, :slots]  # global positions first
+    valid = torch.arange(slots, device=flags.device)[None, :] < count[:, None]
+    return torch.where(valid, order, torch.zeros_like(order)), valid
+
+
+def _grouped(x: torch.Tensor, lay: BandLayout, left: int, right: int, value: float | bool = 0) -> torch.Tensor:
+    """``(..., n, d)`` -> ``(..., s, left + m_blocks + right, d)`` padded along the group axis."""
+    x = F.pad(x, (0, 0, 0, lay.m * lay.dilation - lay.n), value=value)
+    x = rearrange(x, "... (m s) d -> ... s m d", s=lay.dilation)
+    return F.pad(x, (0, 0, left, lay.blocks * lay.block - lay.m + right), value=value)
+
+
+def _windows(x: torch.Tensor, lay: BandLayout) -> torch.Tensor:
+    """Key windows ``(..., s, t, W, d)`` of a ``(..., n, d)`` tensor (a copy of about ``W / c`` times its size)."""
+    x = _grouped(x, lay, lay.radius, lay.radius)
+    return x.unfold(-2, lay.window, lay.block).transpose(-1, -2)
+
+
+def band_scores_allowed(token_mask: torch.Tensor, is_global: torch.Tensor | None, lay: BandLayout) -> torch.Tensor:
+    """Which window slots a block's queries may use: in the band, real and not global (globals go via slots).
+
+    Shapes: returns (b, 1, s, t, c, W) bool.
+    """
+    key_ok = token_mask if is_global is None else token_mask & ~is_global
+    key_ok = _windows(key_ok[..., None], lay)[..., 0]  # (b, s, t, W)
+    a = torch.arange(lay.block, device=token_mask.device)[:, None]
+    w = torch.arange(lay.window, device=token_mask.device)[None, :]
+    in_band = (w - a >= 0) & (w - a <= 2 * lay.radius)  # (c, W): key offset w - r - a in [-r, r]
+    return (in_band & key_ok[..., None, :])[:, None]
+
+
+def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Float32 (float64 stays float64) softmax with a finite minimum on disallowed entries; a row with no
+    allowed entry comes out uniform and is overwritten or zeroed by the callers."""
+    scores = scores.to(compute_dtype(scores.dtype))
+    return torch.softmax(scores.masked_fill(~allowed, mask_value(scores.dtype)), dim=-1)
+
+
+def local_rows(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
+    slots: tuple[torch.Tensor, torch.Tensor], lay: BandLayout,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Every query over its window keys and the global slots.
+
+    Shapes:
+        q, k, v: (b, h, n, d). Returns out (b, h, n, d) and the weights on window slots (b, h, s, t, c, W)
+        and global slots (b, h, s, t, c, G) (or None when no row has a global token).
+    """
+    b, h, n, d = q.shape
+    scale = 1.0 / math.sqrt(d)
+    qb = rearrange(_grouped(q, lay, 0, 0), "b h s (t c) d -> b h s t c d", c=lay.block)
+    scores = torch.matmul(qb, _windows(k, lay).transpose(-1, -2)) * scale  # (b, h, s, t, c, W)
+    allowed = band_scores_allowed(token_mask, is_global, lay)
+    index, valid = slots
+    width = lay.window
+    if index.shape[1]:
+        gather = index[:, None, :, None].expand(b, h, -1, d)
+        k_glob, v_glob = torch.gather(k, 2, gather), torch.gather(v, 2, gather)  # (b, h, G, d)
+        glob_scores = torch.einsum("bhstcd,bhgd->bhstcg", qb, k_glob) * scale
+        scores = torch.cat([scores, glob_scores], dim=-1)
+        glob_allowed = valid[:, None, None, None, None, :].expand(*allowed.shape[:-1], -1)
+        allowed = torch.cat([allowed, glob_allowed], dim=-1)
+    weights = _masked_softmax(scores, allowed)
+    out = torch.matmul(weights[..., :width].to(v.dtype), _windows(v, lay))
+    glob_weights = None
+    if index.shape[1]:
+        glob_weights = weights[..., width:]
+        out = out + torch.einsum("bhstcg,bhgd->bhstcd", glob_weights.to(v.dtype), v_glob)
+    out = rearrange(out, "b h s t c d -> b h s (t c) d")[:, :, :, : lay.m]
+    out = rearrange(out, "b h s m d -> b h (m s) d")[:, :, :n]
+    return out, weights[..., :width], glob_weights
+
+
+def global_rows(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, slots: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Global queries over every real key.
+
+    Shapes: returns out (b, h, n, d) (zeros off global rows) and weights (b, h, G, n).
+    """
+    b, h, n, d = q.shape
+    index, valid = slots
+    q_glob = torch.gather(q, 2, index[:, None, :, None].expand(b, h, -1, d))
+    scores = torch.matmul(q_glob, k.transpose(-1, -2)) / math.sqrt(d)  # (b, h, G, n)
+    weights = _masked_softmax(scores, token_mask[:, None, None, :].expand_as(scores))
+    out_glob = torch.matmul(weights.to(v.dtype), v)
+    target = torch.where(valid, index, torch.full_like(index, n))[:, None, :, None].expand(b, h, -1, d)
+    out = q.new_zeros(b, h, n + 1, d).scatter(2, target, out_glob)[:, :, :n]  # slot n swallows unused slots
+    return out, weights
+
+
+def banded_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
+    radius: int, dilation: int, block: int | None = None, return_weights: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Longformer attention in ``O(n (c + 2 r + G))`` time and memory; weights densified only on request.
+
+    Shapes:
+        q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), (b, h, n, n) or None.
+    """
+    n = q.shape[2]
+    lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
+    slots = global_slots(is_global, token_mask)
+    out, band_w, glob_w = local_rows(q, k, v, token_mask, is_global, slots, lay)
+    row_w = None
+    if slots[0].shape[1]:
+        glob_out, row_w = global_rows(q, k, v, token_mask, slots)
+        out = torch.where((is_global & token_mask)[:, None, :, None], glob_out, out)
+    out = zero_padded_queries(out, token_mask)
+    if not return_weights:
+        return out, None
+    return out, densify_weights(band_w, glob_w, row_w, slots, token_mask, is_global, lay).to(q.dtype)
+
+
+def densify_weights(
+    band_w: torch.Tensor, glob_w: torch.Tensor | None, row_w: torch.Tensor | None,
+    slots: tuple[torch.Tensor, torch.Tensor], token_mask: torch.Tensor, is_global: torch.Tensor | None, lay: BandLayout,
+) -> torch.Tensor:
+    """The dense ``(b, h, n, n)`` weights assembled from the band, global-key and global-row parts."""
+    b, h = band_w.shape[:2]
+    n, dev = lay.n, band_w.device
+    s = torch.arange(lay.dilation, device=dev)[:, None, None]
+    t = torch.arange(lay.blocks, device=dev)[None, :, None]
+    query = (t * lay.block + torch.arange(lay.block, device=dev)) * lay.dilation + s  # (s, t, c)
+    key_g = t * lay.block + torch.arange(lay.window, device=dev) - lay.radius  # (1, t, W) group positions
+    key = key_g * lay.dilation + s  # (s, t, W)
+    key = torch.where((key_g >= 0) & (key_g < lay.m) & (key < n), key, torch.full_like(key, n))
+    query = torch.where(query < n, query, torch.full_like(query, n))
+    dense = band_w.new_zeros(b, h, n + 1, n + 1)
+    dense[:, :, query[..., :, None], key[..., None, :]] = band_w
+    index, valid = slots
+    if glob_w is not None:
+        cols = torch.where(valid, index, torch.full_like(index, n))  # (b, G)
+        rows = query.reshape(-1)
+        flat = rearrange(glob_w, "b h s t c g -> b h (s t c) g")
+        bi = torch.arange(b, device=dev)[:, None, None, None]
+        hi = torch.arange(h, device=dev)[None, :, None, None]
+        dense[bi, hi, rows[None, None, :, None], cols[:, None, None, :]] = flat
+        rows_g = torch.where(valid, index, torch.full_like(index, n))
+        dense[bi[..., 0], hi[..., 0], rows_g[:, None, :], : n] = row_w
+    return zero_padded_queries(dense[:, :, :n, :n], token_mask)
+
+
+# -- FlexAttention backend ---------------------------------------------------------------------------------
+_COMPILED: dict[str, object] = {}
+
+
+def flex_available() -> bool:
+    """Whether ``torch.nn.attention.flex_attention`` can be imported."""
+    try:
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def flex_local_global(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
+    radius: int, dilation: int,
+) -> torch.Tensor:
+    """Longformer attention through a compiled ``flex_attention`` with a block mask (same allowed set).
+
+    Shapes:
+        q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), zeros on padded rows.
+    """
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    b, _, n, _ = q.shape
+    span = radius * dilation
+    real = token_mask
+    flags = (is_global if is_global is not None else torch.zeros_like(token_mask)) & token_mask
+
+    def allowed(bi: torch.Tensor, hi: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+        offset = (i - j).abs()
+        band = (offset <= span) & (offset % dilation == 0)
+        return real[bi, i] & real[bi, j] & (band | flags[bi, i] | flags[bi, j])
+
+    block_mask = create_block_mask(allowed, B=b, H=None, Q_LEN=n, KV_LEN=n, device=q.device)
+    key = q.device.type
+    if key not in _COMPILED:
+        _COMPILED[key] = torch.compile(flex_attention, dynamic=False)
+    return zero_padded_queries(_COMPILED[key](q, k, v, block_mask=block_mask), token_mask)

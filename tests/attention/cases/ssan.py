@@ -1,0 +1,50 @@
+"""Contract case for ``ssan``: plain selective attention (no structure field needed; padding from a real
+dependency structure), compared in train mode by replaying the module's Gumbel noise."""
+
+from __future__ import annotations
+
+import torch
+
+from structattn.attention import get_attention
+from structattn.attention.base import StructuredAttention
+from structattn.structures import Sentence, Structure, get_provider
+from tests.reference.ssan import ssan_reference
+
+SEED = 1234
+
+
+def random_heads(n: int, generator: torch.Generator) -> list[int]:
+    """Heads of a uniformly shuffled random recursive tree over ``n`` words (0-based, -1 root)."""
+    order = torch.randperm(n, generator=generator).tolist()
+    heads = [-1] * n
+    for pos in range(1, n):
+        heads[order[pos]] = order[int(torch.randint(0, pos, (1,), generator=generator))]
+    return heads
+
+
+def make(num_heads: int, head_dim: int) -> StructuredAttention:
+    """``d_model`` defaults to ``num_heads * head_dim``; the noise generator is seeded (replayed by the oracle)."""
+    return get_attention("ssan", num_heads=num_heads, head_dim=head_dim, generator=SEED)
+
+
+def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
+    """Random dependency trees through the real ``dependency`` provider."""
+    sentences = [
+        Sentence(words=[f"w{i}" for i in range(n)], heads=random_heads(n, generator), id=f"s{k}")
+        for k, n in enumerate(lengths)
+    ]
+    return get_provider("dependency").batch(sentences)
+
+
+def reference(
+    module: StructuredAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None,
+    hidden: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float64 oracle of tests/reference/ssan.py (replays the noise of the module's last forward)."""
+    assert hidden is not None
+    token_mask = None if structure is None else structure.token_mask
+    return ssan_reference(module, q, k, v, token_mask, hidden)
+
+
+def needs_hidden() -> bool:
+    return True
