@@ -1,0 +1,166 @@
+"""The ``structattn`` command.
+
+    structattn train CONFIG.gin [--gin-param B ...] --out DIR [--resume]
+    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N]
+    structattn merge DIR... [--out DIR]
+    structattn eval CHECKPOINT [--split test]
+    structattn structures ...     (structattn.structures.commands: demo, cache precompute)
+    structattn parse ...          (structattn.structures.annotators.commands: spaCy / stanza parsing)
+
+Errors print one line (``structattn <command>: error: ...``) and exit with status 1; ``--traceback`` (or
+``STRUCTATTN_TRACEBACK=1``) shows the full traceback instead. Progress bars are off with ``--quiet`` or when
+the ``CI`` environment variable is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+PASS_THROUGH = {
+    "structures": ("structattn.structures.commands", "structures: demo and cache precompute (see `structattn structures --help`)"),
+    "parse": ("structattn.structures.annotators.commands", "parse raw text with spaCy or stanza (see `structattn parse --help`)"),
+}
+
+
+def _quiet(args: argparse.Namespace) -> bool:
+    return bool(args.quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+
+
+def _gin_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="the .gin config file")
+    parser.add_argument("--gin-param", "--gin_param", action="append", default=[], metavar="BINDING",
+                        help="an extra gin binding, e.g. --gin-param 'training.max_steps = 50' (repeatable)")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config and run every model forward once on two sentences; no training")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from structattn import gin_setup
+
+    gin_setup.parse(args.config, args.gin_param)
+    record = gin_setup.train(args.out, quiet=_quiet(args), resume=args.resume, dry_run=args.dry_run)
+    if record is None:
+        print("config OK: model built and run forward")
+    elif int(os.environ.get("RANK", "0")) == 0:
+        metrics = ", ".join(f"{k} {v:.4f}" for k, v in record["metrics"].items())
+        print(f"{record['run_id']}: {metrics} ({record['steps']} steps, {record['time_s']:.1f} s) -> {args.out}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from structattn import gin_setup
+    from structattn.experiments import parse_shard
+
+    shard = parse_shard(args.shard)
+    gin_setup.parse(args.config, args.gin_param)
+    result = gin_setup.compare(args.out, shard=shard, quiet=_quiet(args), dry_run=args.dry_run, plots=not args.no_plots)
+    if args.dry_run:
+        print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
+    elif int(os.environ.get("RANK", "0")) == 0:
+        print((Path(args.out) / "results.md").read_text())
+        print(f"wrote {args.out}/results.csv, results.md, config.gin, plots/")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from structattn.experiments import merge
+
+    out = args.out or str(Path(os.path.commonpath([str(Path(d).resolve()) for d in args.dirs])) / "merged")
+    records = merge(args.dirs, out, plots=not args.no_plots)
+    print((Path(out) / "results.md").read_text())
+    print(f"merged {len(records)} runs from {len(args.dirs)} directories into {out}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from structattn.experiments import evaluate_checkpoint
+    from structattn.training import load_checkpoint
+
+    data = load_checkpoint(args.checkpoint)
+    scores = evaluate_checkpoint(data, args.split, quiet=_quiet(args))
+    meta = data.get("meta", {})
+    print(json.dumps({"checkpoint": str(args.checkpoint), "run": meta.get("run_id"), "split": args.split, **scores}))
+    return 0
+
+
+def _pass_through(name: str, argv: list[str]) -> int:
+    module_name, _ = PASS_THROUGH[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        raise RuntimeError(f"`structattn {name}` is not available: module {err.name!r} is missing") from None
+    return int(module.main(argv) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="structattn", description="Linguistic-structure priors for self-attention.")
+    parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("train", help="train one model from a gin config", description="Train one model (task x attention plan x seed) from a gin config; writes checkpoints, record.json, config.gin and results tables to --out. Works under torchrun (data parallel).")
+    _gin_args(p)
+    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.pt if it exists")
+    p.set_defaults(run=cmd_train)
+
+    p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, results.md, config.gin and plots/ to --out.")
+    _gin_args(p)
+    p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based); merge the shard directories with `structattn merge`")
+    p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.set_defaults(run=cmd_compare)
+
+    p = sub.add_parser("merge", help="merge the output directories of compare shards", description="Merge compare shard directories into one set of tables and plots (identical to an unsharded run).")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories")
+    p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
+    p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.set_defaults(run=cmd_merge)
+
+    p = sub.add_parser("eval", help="evaluate a checkpoint", description="Rebuild the model stored in a checkpoint (best.pt or last.pt) and print its loss and accuracy on a split as JSON.")
+    p.add_argument("checkpoint", help="a checkpoint file written by train or compare")
+    p.add_argument("--split", default="test", help="train, dev or test (default: test)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(run=cmd_eval)
+
+    for name, (_, text) in PASS_THROUGH.items():
+        sub.add_parser(name, help=text, add_help=False)
+    return parser
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, KeyError):
+        text = f"missing key {text}"
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = "--traceback" in argv[:1] or os.environ.get("STRUCTATTN_TRACEBACK") == "1"
+    if argv[:1] == ["--traceback"]:
+        argv = argv[1:]
+    command = argv[0] if argv else None
+    try:
+        if command in PASS_THROUGH:
+            return _pass_through(command, argv[1:])
+        args = build_parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
+    except KeyboardInterrupt:
+        print("structattn: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # one clear line, no traceback (unless asked for)
+        if show_traceback:
+            raise
+        print(f"structattn {command or ''}: error: {_one_line(err)}".replace("  ", " "), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""A comparison: tasks x attention settings x seeds, declared once, validated before any training, run whole
+or in shards (``--shard i/N``) on different machines, and merged back into the same tables."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from structattn.experiments.results import write_tables
+from structattn.experiments.run import (
+    PreparedData,
+    RunSpec,
+    Setup,
+    build_model,
+    execute,
+    make_providers,
+    make_task,
+    plan_structures,
+    prepare_data,
+)
+import torch
+
+from structattn.training.data import make_batch
+from structattn.training.distributed import Distributed
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"i/N"`` -> ``(i, N)`` with ``0 <= i < N`` (0-based, like process ranks)."""
+    if text is None:
+        return None
+    index, slash, count = str(text).partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"--shard must look like i/N (e.g. 0/2), got {text!r}") from None
+    if not slash or n < 1 or not 0 <= i < n:
+        raise ValueError(f"--shard {text!r}: need 0 <= i < N (shards are numbered from 0)")
+    return i, n
+
+
+def _labelled(values: Sequence[str] | Mapping[str, str], what: str) -> dict[str, str]:
+    if isinstance(values, Mapping):
+        out = {str(k): str(v) for k, v in values.items()}
+    elif isinstance(values, str):
+        raise ValueError(f"compare {what} must be a list or a dict of specs, got the string {values!r}")
+    else:
+        out = {str(v): str(v) for v in values}
+    if not out:
+        raise ValueError(f"compare {what}: empty")
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The declared runs: every task x every setting x every seed, in that order.
+
+    Args:
+        tasks: task specs (``"depth_tagging(max_depth=5)"``), a list or a ``{label: spec}`` dict.
+        settings: attention plans (``"soft_bias(dependency)"``), a list or a ``{label: plan}`` dict.
+        seeds: the seeds of every (task, setting) pair.
+        setup: what all runs share (sizes, training, structure and vocabulary options).
+    """
+
+    tasks: Mapping[str, str]
+    settings: Mapping[str, str]
+    seeds: tuple[int, ...]
+    setup: Setup = field(compare=False)
+
+    @classmethod
+    def declare(cls, tasks: Sequence[str] | Mapping[str, str], settings: Sequence[str] | Mapping[str, str],
+                seeds: Sequence[int], setup: Setup) -> "Comparison":
+        seeds = tuple(int(s) for s in seeds)
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"compare seeds must be a non-empty list of distinct integers, got {list(seeds)}")
+        return cls(_labelled(tasks, "tasks"), _labelled(settings, "settings"), seeds, setup)
+
+    def runs(self) -> list[RunSpec]:
+        """Every run in order (the index is its place in this list, shared by all shards)."""
+        combos = [(t, s, seed) for t in self.tasks for s in self.settings for seed in self.seeds]
+        return [RunSpec(k, t, self.tasks[t], s, self.settings[s], seed) for k, (t, s, seed) in enumerate(combos)]
+
+    def validate(self) -> None:
+        """Fail before any training on an unknown task, variant, structure or option, or on a variant paired
+        with a structure that lacks its fields: builds every setting's model once (vocabulary of 2)."""
+        tasks = {label: make_task(spec) for label, spec in self.tasks.items()}
+        for label, plan in self.settings.items():
+            try:
+                providers = make_providers(plan_structures(plan, self.setup.model), self.setup.structures)
+                for task in tasks.values():
+                    build_model(task, 2, plan, self.setup.model, providers)
+            except ValueError as err:
+                raise ValueError(f"setting {label!r}: {err}") from None
+
+    def dry_run(self, items_per_task: int = 2) -> None:
+        """:meth:`validate`, then build every setting's model for every task and run it forward on a batch of
+        the task's first train items (no training). Raises ``ValueError`` on any failure."""
+        self.validate()
+        for task_label, spec in self.tasks.items():
+            task = make_task(spec)
+            items = task.splits()["train"][:items_per_task]
+            for label, plan in self.settings.items():
+                providers = make_providers(plan_structures(plan, self.setup.model), self.setup.structures)
+                data = prepare_data(task, providers, self.setup.vocab, quiet=True, items={"train": items, "test": items})
+                model = build_model(task, len(data.vocab), plan, self.setup.model, providers).eval()
+                logits = model(make_batch(data.examples["train"], task.output))
+                if not torch.isfinite(logits).all():
+                    raise ValueError(f"setting {label!r} on task {task_label!r}: non-finite outputs in a forward pass")
+
+    def fingerprint(self) -> str:
+        """Hash of everything that defines the runs (shards merge only with equal fingerprints)."""
+        text = json.dumps({"tasks": self.tasks, "settings": self.settings, "seeds": self.seeds,
+                           "setup": self.setup.to_dict()}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
+                   config: str = "", quiet: bool = False, context: Distributed = Distributed(),
+                   plots: bool = True) -> list[dict[str, Any]]:
+    """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots."""
+    out = Path(out_dir)
+    comparison.validate()
+    runs = comparison.runs()
+    mine = [r for r in runs if shard is None or r.index % shard[1] == shard[0]]
+    if context.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.gin").write_text(config)
+        manifest = {"fingerprint": comparison.fingerprint(), "runs": len(runs), "shard": list(shard) if shard else None,
+                    "indices": [r.index for r in mine]}
+        (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
+    records, cache = [], {}
+    for spec in mine:
+        data = _data_for(spec, comparison, cache, quiet)
+        if not quiet and context.is_main:
+            print(f"[{spec.index + 1}/{len(runs)}] {spec.task_label} | {spec.setting} | seed {spec.seed}", flush=True)
+        record = execute(spec, comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
+                         quiet=quiet, config=config)
+        if context.is_main:
+            (out / "runs" / f"{spec.run_id}.json").write_text(json.dumps(record))
+        records.append(record)
+    if context.is_main:
+        report(records, out, len(runs), plots)
+    return records
+
+
+def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", quiet: bool = False,
+              context: Distributed = Distributed(), resume: Path | None = None) -> dict[str, Any]:
+    """The single run of a one-run comparison (``structattn train``): checkpoints, ``record.json``,
+    ``config.gin`` and the results tables under ``out_dir``."""
+    comparison.validate()
+    spec, out = comparison.runs()[0], Path(out_dir)
+    data = _data_for(spec, comparison, {}, quiet or not context.is_main)
+    record = execute(spec, comparison.setup, data, out_dir=out, context=context, quiet=quiet, config=config,
+                     resume=resume)
+    if context.is_main:
+        (out / "record.json").write_text(json.dumps(record))
+        (out / "config.gin").write_text(config)
+        report([record], out, 1, plots=False)
+    return record
+
+
+def _data_for(spec: RunSpec, comparison: Comparison, cache: dict[str, PreparedData], quiet: bool) -> PreparedData:
+    """Encode each task once, with every structure any setting reads (precomputed once per dataset)."""
+    if spec.task_label not in cache:
+        names = set().union(*(plan_structures(p, comparison.setup.model) for p in comparison.settings.values()))
+        providers = make_providers(names, comparison.setup.structures)
+        cache[spec.task_label] = prepare_data(make_task(spec.task), providers, comparison.setup.vocab, quiet)
+    return cache[spec.task_label]
+
+
+def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool = True) -> None:
+    """Tables (and plots) of ``records``; a note says when they cover only part of the ``total`` runs."""
+    note = "" if len(records) == total else f"Partial: {len(records)} of {total} runs (merge the shards)."
+    write_tables(records, out, note)
+    if plots and records:
+        from structattn.experiments.plots import write_plots
+
+        write_plots(records, out / "plots")
+
+
+def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True) -> list[dict[str, Any]]:
+    """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run).
+
+    Raises:
+        ValueError: directories of different comparisons, or runs missing from every shard.
+    """
+    manifests, records = [], {}
+    for d in map(Path, dirs):
+        path = d / "comparison.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{str(d)!r} is not a compare output directory (no comparison.json)")
+        manifests.append((d, json.loads(path.read_text())))
+        for f in sorted((d / "runs").glob("*.json")):
+            record = json.loads(f.read_text())
+            records[record["index"]] = record
+    first_dir, first = manifests[0]
+    for d, m in manifests[1:]:
+        if m["fingerprint"] != first["fingerprint"]:
+            raise ValueError(f"{str(d)!r} holds a different comparison than {str(first_dir)!r} (config differs)")
+    missing = sorted(set(range(first["runs"])) - set(records))
+    if missing:
+        raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.gin").write_text((first_dir / "config.gin").read_text())
+    (out / "comparison.json").write_text(json.dumps({**first, "shard": None, "indices": sorted(records),
+                                                     "merged_from": [str(d) for d, _ in manifests]}, indent=1))
+    (out / "runs").mkdir(exist_ok=True)
+    ordered = [records[k] for k in sorted(records)]
+    for r in ordered:
+        (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
+    report(ordered, out, first["runs"], plots)
+    return ordered
+
+
+__all__ = ["Comparison", "merge", "parse_shard", "report", "run_comparison"]

@@ -1,0 +1,123 @@
+"""Plots of a comparison (matplotlib, Agg backend): learning curves, learned bias per distance bucket per
+layer, attention heatmaps with the gold structure overlaid."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+Record = dict[str, Any]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:60] or "x"
+
+
+def _group(records: Sequence[Record]) -> dict[str, dict[str, list[Record]]]:
+    out: dict[str, dict[str, list[Record]]] = {}
+    for r in sorted(records, key=lambda r: r["index"]):
+        out.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
+    return out
+
+
+def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
+    """Dev score and train loss against steps: one column per task, one colour per setting (thin: seeds,
+    thick: mean over seeds at the steps all seeds reached)."""
+    tasks = _group(records)
+    fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False, sharex="col")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for col, (task, settings) in enumerate(tasks.items()):
+        for k, (setting, runs) in enumerate(settings.items()):
+            colour = colours[k % len(colours)]
+            for row, key in enumerate(("dev_accuracy", "train_loss")):
+                ax = axes[row, col]
+                for r in runs:
+                    ax.plot([h["step"] for h in r["history"]], [h[key] for h in r["history"]], color=colour, alpha=0.3, lw=1)
+                common = sorted(set.intersection(*({h["step"] for h in r["history"]} for r in runs)))
+                mean = [np.mean([h[key] for r in runs for h in r["history"] if h["step"] == s]) for s in common]
+                ax.plot(common, mean, color=colour, lw=2, label=setting if row == 0 else None)
+        axes[0, col].set_title(task)
+        axes[0, col].set_ylabel(f"dev {runs[0].get('metric', 'accuracy')}")
+        axes[1, col].set_ylabel("train loss")
+        axes[1, col].set_xlabel("step")
+        axes[0, col].legend(fontsize=8)
+        for ax in axes[:, col]:
+            ax.grid(alpha=0.3)
+    fig.suptitle("Learning curves (thin: seeds, thick: mean)")
+    return _save(fig, path)
+
+
+def plot_bias(runs: Sequence[Record], path: Path) -> Path:
+    """Learned bias per distance bucket, one line per layer (and head group): mean over seeds and heads,
+    shaded between the heads' minimum and maximum."""
+    first = runs[0]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, entry in enumerate(first["bias"]):
+        values = np.mean([np.asarray(r["bias"][k]["values"]) for r in runs], axis=0)  # (heads, buckets)
+        x = np.arange(values.shape[1])
+        label = f"layer {entry['layer']}" + ("" if entry["group"] == first["setting"] else f" {entry['group']}")
+        line = ax.plot(x, values.mean(0), marker="o", lw=2, label=label)[0]
+        ax.fill_between(x, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
+    labels = first["bias"][0]["labels"]
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=45 if max(len(s) for s in labels) > 3 else 0)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel("distance bucket")
+    ax.set_ylabel("learned bias (mean over heads; band: min-max)")
+    ax.set_title(f"{first['setting']} on {first['task_label']} ({len(runs)} seed{'s' * (len(runs) > 1)})")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_heatmap(run: Record, path: Path) -> Path:
+    """Head-averaged attention of each layer on one test sentence; gold arcs outlined in red."""
+    heat = run["heatmap"]
+    tokens, layers = heat["tokens"], heat["layers"]
+    n = len(tokens)
+    size = 0.32 * n + 1.5
+    fig, axes = plt.subplots(1, len(layers), figsize=(size * len(layers), size + 0.6), squeeze=False)
+    for layer, (ax, weights) in enumerate(zip(axes[0], layers)):
+        image = ax.imshow(np.asarray(weights), cmap="Blues", vmin=0.0, vmax=max(1e-6, float(np.max(weights))))
+        if heat["gold"]:
+            gold = np.asarray(heat["gold"])
+            ax.scatter(gold[:, 1], gold[:, 0], s=(200 / max(n, 1)) ** 2 * 0.9, marker="s", facecolors="none",
+                       edgecolors="red", linewidths=1.2, label=f"gold {heat['gold_source']} arc")
+        ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(n), tokens, fontsize=7)
+        ax.set_title(f"layer {layer}", fontsize=9)
+        ax.set_xlabel("key")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02)
+    axes[0, 0].set_ylabel("query")
+    if heat["gold"]:
+        axes[0, -1].legend(loc="upper right", fontsize=7, bbox_to_anchor=(1.0, 1.22))
+    fig.suptitle(f"{run['setting']} on {run['task_label']}, seed {run['seed']}: sentence {heat['id']}", fontsize=10)
+    return _save(fig, path)
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_plots(records: Sequence[Record], out_dir: Path) -> list[Path]:
+    """All plots of a comparison under ``out_dir``: ``learning_curves.png``, ``bias_<task>_<setting>.png``
+    (settings with learned bias tables), ``attention_<task>_<setting>.png`` (first seed)."""
+    paths = [plot_learning_curves(records, out_dir / "learning_curves.png")]
+    for task, settings in _group(records).items():
+        for setting, runs in settings.items():
+            stem = f"{_slug(task)}_{_slug(setting)}"
+            if runs[0]["bias"]:
+                paths.append(plot_bias(runs, out_dir / f"bias_{stem}.png"))
+            if runs[0].get("heatmap"):
+                paths.append(plot_heatmap(runs[0], out_dir / f"attention_{stem}.png"))
+    return paths

@@ -1,0 +1,64 @@
+"""Results tables: ``results.csv`` (one row per run and metric) and ``results.md`` (mean +- std over seeds)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
+#: metrics in table order; the first is the one "best" is judged on.
+TABLE_METRICS = ("test_accuracy", "dev_accuracy")
+
+
+def csv_text(records: Sequence[dict[str, Any]]) -> str:
+    """The CSV of ``records`` in run order (values with 6 decimals, so equal runs give equal files)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in sorted(records, key=lambda r: r["index"]):
+        for metric, value in r["metrics"].items():
+            writer.writerow([r["index"], r["run_id"], r["task_label"], r["setting"], r["seed"], metric, f"{value:.6f}"])
+    return buffer.getvalue()
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def markdown_text(records: Sequence[dict[str, Any]]) -> str:
+    """Per task, one row per setting: mean +- std over seeds of each metric; the best setting in bold."""
+    lines: list[str] = []
+    by_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in sorted(records, key=lambda r: r["index"]):
+        by_task.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
+    for task, settings in by_task.items():
+        first = next(iter(settings.values()))[0]
+        metric = first.get("metric", "accuracy")
+        baseline = first["metrics"].get("majority_baseline")
+        note = "" if baseline is None else f"; majority-class baseline {baseline:.3f}"
+        lines += [f"### {task}", "", f"`{first['task']}` — {metric}, mean ± std over seeds{note}", ""]
+        lines += ["| setting | " + " | ".join(m.replace("_", " ") for m in TABLE_METRICS) + " | seeds |",
+                  "|---|" + "---:|" * len(TABLE_METRICS) + "---:|"]
+        means = {s: _mean_std([r["metrics"][TABLE_METRICS[0]] for r in rs])[0] for s, rs in settings.items()}
+        best = max(means.values())
+        for setting, rs in settings.items():
+            cells = []
+            for m in TABLE_METRICS:
+                mean, std = _mean_std([r["metrics"][m] for r in rs])
+                cell = f"{mean:.3f} ± {std:.3f}"
+                cells.append(f"**{cell}**" if m == TABLE_METRICS[0] and means[setting] == best else cell)
+            name = f"**{setting}**" if means[setting] == best else setting
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(rs)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_tables(records: Sequence[dict[str, Any]], out_dir: Path, note: str = "") -> None:
+    """Write ``results.csv`` and ``results.md`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.csv").write_text(csv_text(records))
+    header = "# Results\n\n" + (f"{note}\n\n" if note else "")
+    (out_dir / "results.md").write_text(header + markdown_text(records))

@@ -1,0 +1,188 @@
+"""One run: a task, an attention plan and a seed, trained and evaluated; the record it leaves.
+
+The pieces (:func:`prepare_data`, :func:`build_model`, :func:`execute`) are shared by ``structattn train``
+(one run), ``structattn compare`` (many) and ``structattn eval`` (rebuild from a checkpoint).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import torch
+
+from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
+from structattn.experiments.inspect import bias_records, heatmap_record
+from structattn.probes.task import Item, Task, get_task
+from structattn.structures.providers.base import StructureProvider, get_provider
+from structattn.training import Distributed, Example, Trainer, TrainConfig, encode_items, evaluate, seed_everything
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What distinguishes one run of a comparison (labels are for tables; ``task``/``plan`` are the specs)."""
+
+    index: int
+    task_label: str
+    task: str
+    setting: str
+    plan: str
+    seed: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.index:03d}_{_slug(self.task_label)}_{_slug(self.setting)}_s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every run of a comparison shares.
+
+    Args:
+        model: encoder sizes.
+        training: optimisation settings.
+        structures: structure name -> provider spec (``"window(radius=3)"``); a name not listed is a
+            provider name with default options (``dependency``).
+        vocab: options of :meth:`Vocab.build` (``min_freq``, ``max_size``, ``lowercase``) plus
+            ``subword_chars`` (split words into pieces of that many characters; absent: word-level).
+    """
+
+    model: EncoderConfig
+    training: TrainConfig
+    structures: Mapping[str, str] = field(default_factory=dict)
+    vocab: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model.to_dict(), "training": self.training.to_dict(),
+                "structures": dict(self.structures), "vocab": dict(self.vocab)}
+
+
+@dataclass
+class PreparedData:
+    """A task's items encoded once: vocabulary, examples per split, majority baseline."""
+
+    task: Task
+    vocab: Vocab
+    items: dict[str, list[Item]]
+    examples: dict[str, list[Example]]
+    baseline: float | None
+
+
+def plan_structures(plan: str, model: EncoderConfig) -> set[str]:
+    """Names of the structures an attention plan reads."""
+    return {g.structure for groups in parse_plan(plan, model.num_layers, model.num_heads)
+            for g in groups if g.structure is not None}
+
+
+def make_providers(names: Iterable[str], structures: Mapping[str, str]) -> dict[str, StructureProvider]:
+    """The provider of every structure name (sorted by name)."""
+    providers = {}
+    for name in sorted(names):
+        call = parse_call(structures.get(name, name), f"structure {name!r}")
+        if call.args:
+            raise ValueError(f"structure {name!r}: provider options must be keywords, got {structures[name]!r}")
+        try:
+            providers[name] = get_provider(call.name, **call.options)
+        except TypeError as err:
+            raise ValueError(f"structure {name!r}: bad options for provider {call.name!r}: {err}") from None
+    return providers
+
+
+def make_task(spec: str) -> Task:
+    """The task named by a spec such as ``"depth_tagging(max_depth=5)"``."""
+    call = parse_call(spec, "task")
+    if call.args:
+        raise ValueError(f"task {spec!r}: options must be keywords")
+    return get_task(call.name, **call.options)
+
+
+def make_vocab(items: list[Item], task: Task, options: Mapping[str, Any]) -> Vocab:
+    """Vocabulary of the train items (see :class:`Setup` for ``options``)."""
+    options = dict(options)
+    chars = options.pop("subword_chars", None)
+    try:
+        return Vocab.build((task.inputs(x) for x in items), splitter=ChunkSplitter(chars) if chars else None, **options)
+    except TypeError as err:
+        raise ValueError(f"bad vocabulary options {dict(options)}: {err}") from None
+
+
+def prepare_data(task: Task, providers: Mapping[str, StructureProvider], vocab_options: Mapping[str, Any],
+                 quiet: bool = False, vocab: Vocab | None = None,
+                 items: dict[str, list[Item]] | None = None) -> PreparedData:
+    """Load the task's splits (unless ``items`` are given), build the vocabulary on train (unless given),
+    encode every split once."""
+    items = items if items is not None else task.splits()
+    vocab = vocab or make_vocab(items["train"], task, vocab_options)
+    examples = {split: encode_items(xs, task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
+                for split, xs in items.items()}
+    baseline = task.baseline([e.label for e in examples["train"]], [e.label for e in examples.get("test", [])])
+    return PreparedData(task, vocab, items, examples, baseline)
+
+
+def build_model(task: Task, vocab_size: int, plan: str, model: EncoderConfig,
+                providers: Mapping[str, StructureProvider]) -> TaskModel:
+    """Encoder (plan checked against the providers' fields) plus the task's head."""
+    fields = {name: p.provides for name, p in providers.items()}
+    encoder = build_encoder(model, plan, vocab_size, fields)
+    return TaskModel(encoder, make_head(task.output, model.d_model, task.num_labels, model.dropout))
+
+
+def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | None = None,
+            context: Distributed = Distributed(), quiet: bool = False, config: str = "",
+            resume: Path | None = None) -> dict[str, Any]:
+    """Train and evaluate one run; return its record (JSON-ready), checkpoints under ``out_dir``."""
+    start = time.perf_counter()
+    seed_everything(spec.seed)
+    names = plan_structures(spec.plan, setup.model)
+    providers = make_providers(names, setup.structures)
+    model = build_model(data.task, len(data.vocab), spec.plan, setup.model, providers)
+    meta = {"task": spec.task, "plan": spec.plan, "structures": {n: setup.structures.get(n, n) for n in names},
+            "model": setup.model.to_dict(), "vocab": data.vocab.to_dict(), "seed": spec.seed, "run_id": spec.run_id}
+    trainer = Trainer(model, setup.training, data.task.output, seed=spec.seed, context=context, quiet=quiet,
+                      checkpoint_dir=None if out_dir is None else out_dir / "checkpoints",
+                      checkpoint_extra={"config": config, "meta": meta})
+    view = {k: [_only(e, names) for e in xs] for k, xs in data.examples.items()}
+    result = trainer.fit(view["train"], view["dev"], resume=resume)
+    test = trainer.evaluate(view["test"], desc="test")
+    metrics = {"test_accuracy": test["accuracy"], "dev_accuracy": result.best_metric, "test_loss": test["loss"]}
+    if data.baseline is not None:
+        metrics["majority_baseline"] = data.baseline
+    return {**asdict(spec), "run_id": spec.run_id, "metric": data.task.metric, "metrics": metrics,
+            "history": result.history, "best_step": result.best_step, "steps": result.steps,
+            "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
+            "bias": bias_records(model), "heatmap": heatmap_record(model, data, view["test"], context.device),
+            "time_s": time.perf_counter() - start}
+
+
+def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool = False) -> dict[str, float]:
+    """Rebuild the model stored in a checkpoint (its ``meta``) and score it on ``split``."""
+    meta = data.get("meta") or {}
+    missing = sorted({"task", "plan", "structures", "model", "vocab"} - set(meta))
+    if missing:
+        raise ValueError(f"the checkpoint does not say how to rebuild its model (meta lacks {missing})")
+    task = make_task(meta["task"])
+    providers = make_providers(meta["structures"], meta["structures"])
+    items = task.splits()
+    if split not in items:
+        raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
+    vocab = Vocab.from_dict(meta["vocab"])
+    config = EncoderConfig(**meta["model"])
+    model = build_model(task, len(vocab), meta["plan"], config, providers)
+    model.load_state_dict(data["model"])
+    examples = encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
+    return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
+
+
+def _only(example: Example, names: set[str]) -> Example:
+    """The example with only the structures a run reads (no needless collation)."""
+    if set(example.structures) == names:
+        return example
+    return Example(example.input_ids, example.word_ids, example.label,
+                   {n: example.structures[n] for n in names}, example.id)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "x"

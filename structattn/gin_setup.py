@@ -1,0 +1,106 @@
+"""The one gin-aware module: gin names for the configuration pieces and the two roots, ``train`` and
+``compare``. Library classes stay gin-free; configs bind the functions below.
+
+gin names (what ``.gin`` files bind)::
+
+    model.d_model / num_layers / num_heads / ffn_dim / dropout / positions / max_len  -> EncoderConfig
+    training.lr / weight_decay / warmup_steps / max_steps / batch_size / clip_norm / eval_every / patience
+    data.structures (name -> provider spec), data.min_freq / max_size / lowercase / subword_chars
+    train.task, train.attention, train.seed                  (root of ``structattn train``)
+    compare.tasks, compare.settings, compare.seeds           (root of ``structattn compare``)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import gin
+
+from structattn.encoders.config import EncoderConfig
+from structattn.experiments.compare import Comparison, run_comparison, train_one
+from structattn.experiments.run import Setup
+from structattn.training import distributed
+from structattn.training.trainer import TrainConfig
+
+
+
+@gin.configurable("model")
+def model_config(d_model: int = gin.REQUIRED, num_layers: int = gin.REQUIRED, num_heads: int = gin.REQUIRED,
+                 ffn_dim: int = gin.REQUIRED, dropout: float = 0.1, positions: str = "sinusoidal",
+                 max_len: int = 512) -> EncoderConfig:
+    """Encoder sizes (``configs/models/*.gin``)."""
+    return EncoderConfig(d_model, num_layers, num_heads, ffn_dim, dropout, positions, max_len)
+
+
+@gin.configurable("training")
+def training_config(**overrides: Any) -> TrainConfig:
+    """Optimisation settings (``configs/runs/*.gin``); any :class:`TrainConfig` field."""
+    try:
+        return TrainConfig(**overrides)
+    except TypeError as err:
+        raise ValueError(f"bad training binding: {err}") from None
+
+
+@gin.configurable("data")
+def data_options(structures: Mapping[str, str] | None = None, min_freq: int = 1, max_size: int | None = None,
+                 lowercase: bool = True, subword_chars: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+    """Structure specs by name and vocabulary options."""
+    vocab = {"min_freq": min_freq, "max_size": max_size, "lowercase": lowercase}
+    if subword_chars:
+        vocab["subword_chars"] = subword_chars
+    return dict(structures or {}), vocab
+
+
+def make_setup() -> Setup:
+    """The shared run settings from the bound ``model``, ``training`` and ``data``."""
+    structures, vocab = data_options()
+    return Setup(model_config(), training_config(), structures, vocab)
+
+
+@gin.configurable("train", denylist=["out_dir", "quiet", "resume", "dry_run"])
+def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin.REQUIRED, seed: int = 0,
+          quiet: bool = False, resume: bool = False, dry_run: bool = False) -> dict[str, Any] | None:
+    """Root of ``structattn train``: one run, written to ``out_dir`` (record, checkpoints, config);
+    ``resume`` continues from ``out_dir/checkpoints/last.pt`` when it exists."""
+    comparison = Comparison.declare({task: task}, {attention: attention}, [seed], make_setup())
+    if dry_run:
+        comparison.dry_run()
+        return None
+    context = distributed.setup()
+    try:
+        last = Path(out_dir) / "checkpoints" / "last.pt"
+        return train_one(comparison, out_dir, config=gin.operative_config_str(), quiet=quiet, context=context,
+                         resume=last if resume and last.is_file() else None)
+    finally:
+        distributed.teardown()
+
+
+@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots"])
+def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
+            settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
+            shard: tuple[int, int] | None = None, quiet: bool = False, dry_run: bool = False,
+            plots: bool = True) -> list[dict[str, Any]] | Comparison:
+    """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``."""
+    comparison = Comparison.declare(tasks, settings, seeds, make_setup())
+    if dry_run:
+        comparison.dry_run()
+        return comparison
+    context = distributed.setup()
+    try:
+        return run_comparison(comparison, out_dir, shard=shard, config=gin.operative_config_str(), quiet=quiet,
+                              context=context, plots=plots)
+    finally:
+        distributed.teardown()
+
+
+def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:
+    """Clear gin and load ``config_file`` plus ``bindings`` (``include`` paths resolve from the file's
+    folder and its parents, so configs can ``include 'models/tiny.gin'``)."""
+    path = Path(config_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such config file: {str(path)!r}")
+    gin.clear_config()
+    for folder in [path.resolve().parent, *path.resolve().parent.parents][:3]:
+        gin.add_config_file_search_path(str(folder))
+    gin.parse_config_files_and_bindings([str(path)], list(bindings))

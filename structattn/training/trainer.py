@@ -1,0 +1,222 @@
+"""The training loop: AdamW, warmup + inverse-sqrt schedule, clipping, bucketed batches, early stopping,
+checkpoints with resume, data parallel through ``torch.distributed``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
+
+from structattn.encoders.batch import Batch
+from structattn.encoders.model import TaskModel
+from structattn.probes.task import IGNORE
+from structattn.training.batching import LengthBucketSampler
+from structattn.training.checkpoints import load_checkpoint, save_checkpoint
+from structattn.training.data import Example, make_batch
+from structattn.training.distributed import Distributed, all_reduce_sum
+from structattn.training.schedule import make_scheduler
+from structattn.training.seeding import rng_state, set_rng_state
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings.
+
+    Args:
+        lr: peak learning rate (AdamW).
+        weight_decay: AdamW weight decay.
+        warmup_steps: linear warmup length, then inverse-square-root decay.
+        max_steps: optimiser updates at most.
+        batch_size: sentences per batch (per process when data parallel).
+        clip_norm: gradient-norm clipping threshold (0: no clipping).
+        eval_every: evaluate on dev (and checkpoint) every this many steps, and at the end.
+        patience: stop after this many evaluations without a better dev score (0: never stop early).
+        eval_batch_size: sentences per evaluation batch.
+    """
+
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    max_steps: int = 1000
+    batch_size: int = 32
+    clip_norm: float = 1.0
+    eval_every: int = 100
+    patience: int = 5
+    eval_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "batch_size", "eval_every", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training {name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "weight_decay", "warmup_steps", "clip_norm", "patience"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"training {name} must be >= 0, got {getattr(self, name)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    """What :meth:`Trainer.fit` returns; ``history`` has one row per evaluation."""
+
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
+    best_metric: float = -math.inf
+    steps: int = 0
+    stopped_early: bool = False
+
+
+def task_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over non-ignored targets (the class axis is the last axis of ``logits``)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+
+
+class Trainer:
+    """Train a :class:`TaskModel` on encoded examples.
+
+    Args:
+        model: the model (moved to ``context.device``; wrapped in DDP when data parallel).
+        config: optimisation settings.
+        output: the task's output kind (``"sentence"``, ``"token"``, ``"pair"``), for label padding.
+        seed: seed of the batch order (the caller seeds everything else with ``seed_everything``).
+        context: this process's place among data-parallel processes.
+        checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``.
+        checkpoint_extra: stored in every checkpoint (``config``: operative gin config; ``meta``: how to
+            rebuild the model).
+        quiet: no progress bars.
+    """
+
+    def __init__(self, model: TaskModel, config: TrainConfig, output: str, *, seed: int = 0,
+                 context: Distributed = Distributed(), checkpoint_dir: str | Path | None = None,
+                 checkpoint_extra: dict[str, Any] | None = None, quiet: bool = False) -> None:
+        self.model = model.to(context.device)
+        self.config, self.output, self.seed, self.context = config, output, seed, context
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self.checkpoint_extra = checkpoint_extra or {}
+        self.quiet = quiet or not context.is_main
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
+        self.network = DistributedDataParallel(self.model) if context.enabled else self.model
+        self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
+                                     "loss_count": 0}
+        self.result = TrainResult()
+        self.best_state: dict[str, torch.Tensor] | None = None
+
+    # -- the loop --------------------------------------------------------------------------------------
+    def fit(self, train: Sequence[Example], dev: Sequence[Example], resume: str | Path | None = None) -> TrainResult:
+        """Train until ``max_steps`` or early stopping; the model ends with the best dev weights."""
+        if resume is not None:
+            self._restore(load_checkpoint(resume))
+        sampler = LengthBucketSampler([len(e) for e in train], self.config.batch_size, seed=self.seed,
+                                      rank=self.context.rank, world_size=self.context.world_size)
+        bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train", disable=self.quiet)
+        stop = self.loop["step"] >= self.config.max_steps
+        while not stop:
+            batches = sampler.batches(self.loop["epoch"])
+            while self.loop["position"] < len(batches) and not stop:
+                batch = make_batch([train[i] for i in batches[self.loop["position"]]], self.output)
+                self.loop["position"] += 1
+                self._step(batch.to(self.context.device))
+                bar.update(1)
+                if self.loop["step"] % self.config.eval_every == 0 or self.loop["step"] >= self.config.max_steps:
+                    stop = self._evaluate_and_save(dev, bar)
+                stop = stop or self.loop["step"] >= self.config.max_steps
+            if self.loop["position"] >= len(batches):
+                self.loop["epoch"], self.loop["position"] = self.loop["epoch"] + 1, 0
+        bar.close()
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        self.result.steps = self.loop["step"]
+        return self.result
+
+    def _step(self, batch: Batch) -> None:
+        self.network.train()
+        loss = task_loss(self.network(batch), batch.labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.loop["step"] += 1
+        self.loop["loss_sum"] += float(loss.detach())
+        self.loop["loss_count"] += 1
+
+    def _evaluate_and_save(self, dev: Sequence[Example], bar: tqdm) -> bool:
+        """Evaluate, keep the best weights, checkpoint; True when patience has run out."""
+        scores = self.evaluate(dev)
+        train_sums = all_reduce_sum(torch.tensor([self.loop["loss_sum"], self.loop["loss_count"]], dtype=torch.float64), self.context)
+        train_loss = float(train_sums[0] / train_sums[1].clamp(min=1))
+        self.loop["loss_sum"], self.loop["loss_count"] = 0.0, 0
+        row = {"step": self.loop["step"], "train_loss": train_loss, "dev_loss": scores["loss"],
+               "dev_accuracy": scores["accuracy"], "lr": self.scheduler.get_last_lr()[0]}
+        self.result.history.append(row)
+        improved = scores["accuracy"] > self.result.best_metric
+        if improved:
+            self.result.best_metric, self.result.best_step = scores["accuracy"], self.loop["step"]
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.loop["bad_evals"] = 0
+        else:
+            self.loop["bad_evals"] += 1
+        bar.set_postfix(loss=f"{train_loss:.3f}", dev=f"{scores['accuracy']:.3f}", best=f"{self.result.best_metric:.3f}")
+        self._save(improved)
+        self.result.stopped_early = 0 < self.config.patience <= self.loop["bad_evals"]
+        return self.result.stopped_early
+
+    # -- evaluation ------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, examples: Sequence[Example], desc: str = "eval") -> dict[str, float]:
+        """Mean loss and accuracy over non-ignored targets (summed over all processes)."""
+        return evaluate(self.model, examples, self.output, self.config.eval_batch_size, self.context,
+                        quiet=self.quiet, desc=desc)
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def _save(self, improved: bool) -> None:
+        if self.checkpoint_dir is None or not self.context.is_main:
+            return
+        loop = {**self.loop, "history": self.result.history, "best_step": self.result.best_step,
+                "best_metric": self.result.best_metric}
+        save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
+                        optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
+                        rng=rng_state(), train_config=self.config.to_dict(), **self.checkpoint_extra)
+        if improved:
+            save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
+
+    def _restore(self, data: dict[str, Any]) -> None:
+        if "optimizer" not in data:
+            raise ValueError("this checkpoint holds only model weights (best.pt?); resume from last.pt")
+        self.model.load_state_dict(data["model"])
+        self.optimizer.load_state_dict(data["optimizer"])
+        self.scheduler.load_state_dict(data["scheduler"])
+        loop = dict(data["loop"])
+        self.result = TrainResult(list(loop.pop("history")), loop.pop("best_step"), loop.pop("best_metric"))
+        self.loop.update(loop)
+        self.best_state = data.get("best_model")
+        set_rng_state(data["rng"])
+
+
+@torch.no_grad()
+def evaluate(model: TaskModel, examples: Sequence[Example], output: str, batch_size: int,
+             context: Distributed = Distributed(), quiet: bool = False, desc: str = "eval") -> dict[str, float]:
+    """Mean loss and argmax accuracy over non-ignored targets of ``examples`` (rank-sharded, summed)."""
+    model.eval()
+    sampler = LengthBucketSampler([len(e) for e in examples], batch_size, shuffle=False,
+                                  rank=context.rank, world_size=context.world_size)
+    sums = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, targets
+    for idx in tqdm(sampler.batches(), desc=desc, disable=quiet, leave=False):
+        batch = make_batch([examples[i] for i in idx], output).to(context.device)
+        logits = model(batch)
+        kept = batch.labels != IGNORE
+        count = int(kept.sum())
+        sums += torch.tensor([float(task_loss(logits, batch.labels)) * count,
+                              float(((logits.argmax(-1) == batch.labels) & kept).sum()), count], dtype=torch.float64)
+    sums = all_reduce_sum(sums, context)
+    total = max(float(sums[2]), 1.0)
+    return {"loss": float(sums[0]) / total, "accuracy": float(sums[1]) / total}
