@@ -1,0 +1,144 @@
+"""``soft_bias``: a learnable score bias per distance bucket."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from structattn.attention import functional as fn
+from structattn.attention.base import StructuredAttention, key_padding, register_attention
+from structattn.structures.structure import Structure
+
+BACKENDS = ("sdpa", "flex", "naive")
+
+
+def bucket_edges(max_distance: int, log_buckets_from: int | None = None, num_log_buckets: int | None = None) -> list[int]:
+    """Lower edges of the distance buckets (the last bucket is open-ended: ``>= max_distance``).
+
+    Linear: ``[0, 1, ..., max_distance]``. Log: exact buckets ``0 .. T - 1`` (``T = log_buckets_from``), then
+    ``num_log_buckets`` buckets starting at ``round(T * (max_distance / T) ** (m / num_log_buckets))``, then
+    ``>= max_distance``.
+    """
+    if max_distance < 1:
+        raise ValueError(f"soft_bias: max_distance must be >= 1, got {max_distance}")
+    if log_buckets_from is None and num_log_buckets is None:
+        return list(range(max_distance + 1))
+    if log_buckets_from is None or num_log_buckets is None:
+        raise ValueError(
+            f"soft_bias: give both log_buckets_from and num_log_buckets, got {log_buckets_from} and {num_log_buckets}"
+        )
+    if not 1 <= log_buckets_from < max_distance or num_log_buckets < 1:
+        raise ValueError(
+            f"soft_bias: need 1 <= log_buckets_from < max_distance and num_log_buckets >= 1, got "
+            f"log_buckets_from={log_buckets_from}, max_distance={max_distance}, num_log_buckets={num_log_buckets}"
+        )
+    ratio = max_distance / log_buckets_from
+    starts = [round(log_buckets_from * ratio ** (m / num_log_buckets)) for m in range(num_log_buckets)]
+    edges = list(range(log_buckets_from)) + starts + [max_distance]
+    if any(a >= b for a, b in zip(edges, edges[1:])):
+        raise ValueError(
+            f"soft_bias: log_buckets_from={log_buckets_from}, num_log_buckets={num_log_buckets}, "
+            f"max_distance={max_distance} give empty buckets (edges {edges}); use fewer log buckets"
+        )
+    return edges
+
+
+@register_attention("soft_bias")
+class SoftBiasAttention(StructuredAttention):
+    """Scores plus a learned bias per distance bucket (structural / syntax-guided bias):
+    ``score_ij = q_i . k_j / sqrt(d) + scale * table[bucket(dist_ij)]``, softmax over real keys.
+
+    Buckets: see :func:`bucket_edges`; one more bucket (the last) for unreachable real pairs (distance -1),
+    distinct from padding. Padded keys get no bias and stay masked; padded query rows output zeros. The table
+    starts at zero, so an untrained module equals ``full``.
+
+    Args:
+        num_heads: h.
+        head_dim: d.
+        max_distance: distances ``>= max_distance`` share the last distance bucket.
+        log_buckets_from: when set, distances from here to ``max_distance`` get log-spaced buckets.
+        num_log_buckets: how many log-spaced buckets.
+        per_head: one table row per head (``table`` of shape ``(h, K)``) instead of one shared ``(K)``.
+        learnable_scale: a learnable global multiplier ``scale`` (init 1) on the bias.
+        backend: ``"sdpa"`` (fused; exact custom backward for the table on CPU), ``"flex"`` (FlexAttention:
+            CUDA training, CPU inference) or ``"naive"`` (eager).
+
+    Shapes:
+        q, k, v ``(b, h, n, d)`` -> out ``(b, h, n, d)``, weights ``(b, h, n, n)``; structure.distance
+        ``(b, n, n)``.
+    """
+
+    requires = frozenset({"distance"})
+
+    def __init__(
+        self,
+        num_heads: int,
+        head_dim: int,
+        max_distance: int = 10,
+        log_buckets_from: int | None = None,
+        num_log_buckets: int | None = None,
+        per_head: bool = False,
+        learnable_scale: bool = False,
+        backend: str = "sdpa",
+    ) -> None:
+        super().__init__(num_heads, head_dim)
+        if backend not in BACKENDS:
+            raise ValueError(f"soft_bias: backend must be one of {BACKENDS}, got {backend!r}")
+        self.lower_edges = bucket_edges(max_distance, log_buckets_from, num_log_buckets)
+        self.max_distance, self.per_head, self.backend = max_distance, per_head, backend
+        self.log_buckets_from, self.num_log_buckets = log_buckets_from, num_log_buckets
+        num_buckets = len(self.lower_edges) + 1
+        self.table = nn.Parameter(torch.zeros(num_heads, num_buckets) if per_head else torch.zeros(num_buckets))
+        self.scale = nn.Parameter(torch.ones(())) if learnable_scale else None
+
+    def bucket_labels(self) -> list[str]:
+        """One label per bucket, e.g. ``["0", "1", ..., ">=10", "unreachable"]`` (ranges as ``"8-15"``)."""
+        edges = self.lower_edges
+        labels = [str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in zip(edges, edges[1:])]
+        return labels + [f">={edges[-1]}", "unreachable"]
+
+    def bucket_index(self, structure: Structure, batch_size: int, device: torch.device) -> torch.Tensor:
+        """``(b, n, n)`` bucket codes (see :func:`structattn.attention.functional.bucket_index`)."""
+        distance = structure.dense_distance().to(device)
+        token_mask = key_padding(structure, batch_size, distance.shape[-1], device)
+        distance = distance.expand(batch_size, *distance.shape[-2:])
+        return fn.bucket_index(distance, token_mask, self.lower_edges)
+
+    def effective_table(self) -> torch.Tensor:
+        """``scale * table``: ``(K)`` or ``(h, K)``."""
+        return self.table if self.scale is None else self.scale * self.table
+
+    def bias(self, structure: Structure, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Additive score bias ``scale * table[bucket]``, without masking: ``0`` on pairs with a padded token.
+
+        Shapes:
+            returns ``(b, 1, n, n)`` (shared table) or ``(b, h, n, n)`` (``per_head=True``).
+        """
+        b = structure.token_mask.shape[0] if structure.is_batched else 1
+        index = self.bucket_index(structure, b, self.table.device)
+        return fn.gather_bias(fn.extend_table(self.effective_table(), 0.0, dtype), index)
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        structure: Structure | None,
+        *,
+        hidden: torch.Tensor | None,
+        return_weights: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        assert structure is not None  # guaranteed by requires
+        b, _, n, _ = q.shape
+        token_mask = key_padding(structure, b, n, q.device)
+        index = self.bucket_index(structure, b, q.device)
+        if return_weights or self.backend == "naive":
+            bias = fn.gather_bias(fn.extend_table(self.effective_table(), 0.0, fn.compute_dtype(q.dtype)), index)
+            allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
+            out, weights = fn.naive_attention(q, k, v, bias=bias, allowed=allowed)
+            return out, weights if return_weights else None
+        out = fn.bucket_bias_attention(q, k, v, self.effective_table(), index, backend=self.backend)
+        return fn.zero_padded_queries(out, token_mask), None
+
+    def extra_repr(self) -> str:
+        return f"buckets={self.bucket_labels()}, per_head={self.per_head}, backend={self.backend!r}"
