@@ -263,3 +263,42 @@ def test_majority_baseline_and_errors():
         top_constituents(bad)
     with pytest.raises(ValueError, match="'nodeps' needs heads and deprels"):
         top_sequence(Sentence(["a"], heads=[-1], id="nodeps"), "dependency")
+
+
+# -- Task wrappers ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name, output, num_labels",
+    [
+        ("ssan_bigram_shift", "sentence", 2),
+        ("ssan_word_reordering", "token", 3),
+        ("ssan_tree_depth", "sentence", 4),
+        ("ssan_top_constituents", "sentence", 20),
+    ],
+)
+def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels):
+    import structattn.probes.tasks.ssan_bigram_shift  # noqa: F401  (registration)
+    import structattn.probes.tasks.ssan_top_constituents  # noqa: F401
+    import structattn.probes.tasks.ssan_tree_depth  # noqa: F401
+    import structattn.probes.tasks.ssan_word_reordering  # noqa: F401
+    from structattn.probes.task import get_task
+
+    task = get_task(name, limit=200, seed=3)
+    assert task.output == output and task.num_labels == num_labels and task.options()["seed"] == 3
+    splits = task.splits()
+    sources = {k: {s.meta["source_id"] for s in v} for k, v in splits.items()}
+    assert all(sources[k] for k in ("train", "dev", "test"))
+    assert not (sources["train"] & sources["dev"]) and not (sources["train"] & sources["test"])
+    for items in splits.values():
+        for item in items:
+            y = task.label(item)
+            if output == "token":
+                assert len(y) == len(item) and sorted(y)[-2:] == [1, 2] and y.count(0) == len(item) - 2
+            else:
+                assert 0 <= y < num_labels
+    train = [task.label(x) for x in splits["train"]]
+    test = [task.label(x) for x in splits["test"]]
+    assert task.baseline(train, test) is not None
+    again = get_task(name, limit=200, seed=3)
+    assert [(x.words, again.label(x)) for x in again.splits()["test"]] == [(x.words, y) for x, y in zip(splits["test"], test)]
+    with pytest.raises(ValueError, match="not one of its examples"):
+        task.label(hand_written()[0])
