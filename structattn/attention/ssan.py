@@ -178,9 +178,10 @@ class SelectiveSelfAttention(StructuredAttention):
         """``E / tau`` and the logits: ``(E + G' - G'') / tau`` in training, ``E / tau`` in evaluation, with
         ``E = (H W_Q')(H W_K')^T`` per head."""
         b, n, _ = hidden.shape
-        weight = torch.cat([self.policy_query.weight, self.policy_key.weight])  # one fused projection
-        both = rearrange(nn.functional.linear(hidden, weight), "b n (two h d) -> two b h n d", two=2, h=self.num_heads)
-        energy = torch.matmul(both[0].to(work) / self.temperature, both[1].to(work).transpose(-1, -2))
+        # one fused projection, in float32 even for half inputs so that thresholding E is not decided by rounding
+        weight = torch.cat([self.policy_query.weight, self.policy_key.weight]).to(work)
+        both = rearrange(nn.functional.linear(hidden.to(work), weight), "b n (two h d) -> two b h n d", two=2, h=self.num_heads)
+        energy = torch.matmul(both[0] / self.temperature, both[1].transpose(-1, -2))
         if not self.training:
             return energy, energy
         noise = self._gumbel_difference((b, self.num_heads, n, n), work, hidden.device)
