@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
+    text = text.split(" In call to configurable ")[0]  # gin's suffix names a function object
     if isinstance(err, KeyError):
         text = f"missing key {text}"
     return text

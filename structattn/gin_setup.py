@@ -12,6 +12,8 @@ gin names (what ``.gin`` files bind)::
 
 from __future__ import annotations
 
+import logging
+import tokenize
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -33,13 +35,8 @@ def model_config(d_model: int = gin.REQUIRED, num_layers: int = gin.REQUIRED, nu
     return EncoderConfig(d_model, num_layers, num_heads, ffn_dim, dropout, positions, max_len)
 
 
-@gin.configurable("training")
-def training_config(**overrides: Any) -> TrainConfig:
-    """Optimisation settings (``configs/runs/*.gin``); any :class:`TrainConfig` field."""
-    try:
-        return TrainConfig(**overrides)
-    except TypeError as err:
-        raise ValueError(f"bad training binding: {err}") from None
+#: ``training.<field>`` binds any :class:`TrainConfig` field (unknown names fail when the config is parsed).
+training_config = gin.external_configurable(TrainConfig, "training")
 
 
 @gin.configurable("data")
@@ -102,5 +99,13 @@ def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:
         raise FileNotFoundError(f"no such config file: {str(path)!r}")
     gin.clear_config()
     for folder in [path.resolve().parent, *path.resolve().parent.parents][:3]:
-        gin.add_config_file_search_path(str(folder))
-    gin.parse_config_files_and_bindings([str(path)], list(bindings))
+        if str(folder) not in gin.config._LOCATION_PREFIXES:
+            gin.add_config_file_search_path(str(folder))
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)  # gin logs "Path not found" for every search path it tries before the right one
+    try:
+        gin.parse_config_files_and_bindings([str(path)], list(bindings))
+    except (SyntaxError, tokenize.TokenError) as err:
+        raise ValueError(f"cannot parse {str(path)!r} or the --gin-param bindings: {err}") from None
+    finally:
+        logging.disable(previous)

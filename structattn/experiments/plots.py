@@ -59,10 +59,11 @@ def plot_bias(runs: Sequence[Record], path: Path) -> Path:
     shaded between the heads' minimum and maximum."""
     first = runs[0]
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    mixed = len({e["group"] for e in first["bias"]}) > 1
     for k, entry in enumerate(first["bias"]):
         values = np.mean([np.asarray(r["bias"][k]["values"]) for r in runs], axis=0)  # (heads, buckets)
         x = np.arange(values.shape[1])
-        label = f"layer {entry['layer']}" + ("" if entry["group"] == first["setting"] else f" {entry['group']}")
+        label = f"layer {entry['layer']}" + (f": {entry['group']}" if mixed else "")
         line = ax.plot(x, values.mean(0), marker="o", lw=2, label=label)[0]
         ax.fill_between(x, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
     labels = first["bias"][0]["labels"]
@@ -70,7 +71,8 @@ def plot_bias(runs: Sequence[Record], path: Path) -> Path:
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel("distance bucket")
     ax.set_ylabel("learned bias (mean over heads; band: min-max)")
-    ax.set_title(f"{first['setting']} on {first['task_label']} ({len(runs)} seed{'s' * (len(runs) > 1)})")
+    groups = "" if mixed else f" [{first['bias'][0]['group']}]"
+    ax.set_title(f"{first['setting']}{groups} on {first['task_label']} ({len(runs)} seed{'s' * (len(runs) > 1)})")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)
@@ -88,16 +90,15 @@ def plot_heatmap(run: Record, path: Path) -> Path:
         if heat["gold"]:
             gold = np.asarray(heat["gold"])
             ax.scatter(gold[:, 1], gold[:, 0], s=(200 / max(n, 1)) ** 2 * 0.9, marker="s", facecolors="none",
-                       edgecolors="red", linewidths=1.2, label=f"gold {heat['gold_source']} arc")
+                       edgecolors="red", linewidths=1.2)
         ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
         ax.set_yticks(range(n), tokens, fontsize=7)
         ax.set_title(f"layer {layer}", fontsize=9)
         ax.set_xlabel("key")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02)
     axes[0, 0].set_ylabel("query")
-    if heat["gold"]:
-        axes[0, -1].legend(loc="upper right", fontsize=7, bbox_to_anchor=(1.0, 1.22))
-    fig.suptitle(f"{run['setting']} on {run['task_label']}, seed {run['seed']}: sentence {heat['id']}", fontsize=10)
+    overlay = f"\nhead-averaged attention; red squares: gold {heat['gold_source']} arcs" if heat["gold"] else ""
+    fig.suptitle(f"{run['setting']} on {run['task_label']}, seed {run['seed']}, sentence {heat['id']}{overlay}", fontsize=10)
     return _save(fig, path)
 
 

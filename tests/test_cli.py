@@ -1,0 +1,96 @@
+"""The ``structattn`` command: help, one-line errors, train / eval / resume, sharded compare and merge."""
+
+import json
+
+import pytest
+import torch
+
+from structattn import cli
+
+TINY = ["--gin-param", "model.d_model = 16", "--gin-param", "model.ffn_dim = 16", "--gin-param", "model.num_heads = 2",
+        "--gin-param", "training.max_steps = 4", "--gin-param", "training.eval_every = 2",
+        "--gin-param", "training.batch_size = 8"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["compare"], ["merge"], ["eval"], ["structures"], ["parse"]])
+def test_help_on_every_command(command, capsys):
+    try:
+        code = cli.main([*command, "--help"])
+    except SystemExit as exit_info:  # argparse exits after printing help; pass-through commands may return
+        code = exit_info.code
+    assert code == 0
+    assert "usage: structattn" in capsys.readouterr().out
+
+
+def one_line_error(argv, capsys, match):
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"structattn {argv[0]}: error:") and match in err, err
+
+
+def test_errors_are_one_clear_line(capsys, tmp_path):
+    one_line_error(["compare", "configs/missing.gin", "--out", str(tmp_path)], capsys, "no such config file")
+    one_line_error(["compare", "configs/quickstart.gin", "--out", str(tmp_path), "--gin-param", "modle.d_model = 3"],
+                   capsys, "No configurable matching 'modle'")
+    one_line_error(["compare", "configs/quickstart.gin", "--out", str(tmp_path), "--gin-param", "training.foo = 3"],
+                   capsys, "doesn't have a parameter named 'foo'")
+    one_line_error(["compare", "configs/quickstart.gin", "--out", str(tmp_path), "--gin-param",
+                    "compare.settings = ['sparse(dependency)']"], capsys, "unknown attention variant 'sparse'")
+    one_line_error(["compare", "configs/quickstart.gin", "--out", str(tmp_path), "--gin-param", "compare.seeds = [0"],
+                   capsys, "cannot parse")
+    one_line_error(["compare", "configs/models/tiny.gin", "--out", str(tmp_path)], capsys,
+                   "Required bindings for `compare` not provided in config: ['tasks', 'settings']")
+    one_line_error(["compare", "configs/quickstart.gin", "--out", str(tmp_path), "--shard", "2/2"], capsys, "need 0 <= i < N")
+    one_line_error(["eval", str(tmp_path / "none.pt")], capsys, "no such checkpoint")
+    one_line_error(["merge", str(tmp_path)], capsys, "not a compare output directory")
+    assert not any(tmp_path.iterdir())  # nothing trained or written
+
+
+def test_missing_pass_through_module_is_one_line(capsys, monkeypatch):
+    monkeypatch.setitem(cli.PASS_THROUGH, "parse", ("structattn.not_there", "x"))
+    one_line_error(["parse", "--help"], capsys, "`structattn parse` is not available: module 'structattn.not_there' is missing")
+
+
+def test_train_eval_and_resume(capsys, tmp_path):
+    out = tmp_path / "run"
+    argv = ["train", "configs/train_example.gin", "--out", str(out), *TINY, "--gin-param",
+            "train.task = 'head_selection(limit=30)'"]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert "train" in captured.err  # the progress bar
+    record = json.loads((out / "record.json").read_text())
+    assert record["steps"] == 4 and "train.task = 'head_selection(limit=30)'" in (out / "config.gin").read_text()
+    assert "training.max_steps = 4" in (out / "config.gin").read_text()
+    assert cli.main(["eval", str(out / "checkpoints" / "best.pt"), "--quiet"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["accuracy"] == pytest.approx(record["metrics"]["test_accuracy"], abs=1e-9)
+    assert cli.main([*argv, "--resume", "--quiet", "--gin-param", "training.max_steps = 6"]) == 0
+    resumed = json.loads((out / "record.json").read_text())
+    assert [h["step"] for h in resumed["history"]] == [2, 4, 6]
+    assert resumed["history"][:2] == record["history"]
+    assert capsys.readouterr().err == ""  # --quiet: no progress bars
+
+
+def test_sharded_compare_and_merge(capsys, tmp_path):
+    base = ["configs/quickstart.gin", *TINY, "--quiet", "--no-plots", "--gin-param", "compare.seeds = [0]",
+            "--gin-param", "compare.tasks = ['depth_tagging(limit=30)']",
+            "--gin-param", "compare.settings = ['full', 'hard_mask(dependency)']"]
+    for k in range(2):
+        assert cli.main(["compare", *base, "--out", str(tmp_path / f"s{k}"), "--shard", f"{k}/2"]) == 0
+    assert cli.main(["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "merged 2 runs" in out and str(tmp_path / "merged") in out
+    lines = (tmp_path / "merged" / "results.csv").read_text().splitlines()
+    assert {line.split(",")[3] for line in lines[1:]} == {"full", "hard_mask(dependency)"}
+    assert cli.main(["compare", *base, "--out", str(tmp_path / "dry"), "--dry-run"]) == 0
+    assert "config OK: 2 runs" in capsys.readouterr().out and not (tmp_path / "dry").exists()

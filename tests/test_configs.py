@@ -1,0 +1,79 @@
+"""Every .gin file in the repo loads, and builds a tiny model that runs forward.
+
+Experiment and train configs are dry-run (every setting x task built and run forward on two sentences) with
+their layer and head counts kept and widths shrunk; model-size files build a model of their own size and run
+it forward; run-setting files are completed into a one-run tiny experiment (binding what they mark
+``%gin.REQUIRED``) and dry-run.
+"""
+
+from pathlib import Path
+
+import gin
+import pytest
+import torch
+
+from structattn import gin_setup
+from structattn.encoders import EncoderConfig
+from structattn.training import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").rglob("*.gin"))
+PARTIAL = {"models", "runs"}  # folders of building blocks, included by experiments
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_there_are_configs():
+    names = {p.relative_to(ROOT / "configs").as_posix() for p in CONFIGS}
+    assert {"models/tiny.gin", "models/small.gin", "models/base.gin", "quickstart.gin"} <= names
+
+
+def test_base_size_is_transformer_base():
+    gin_setup.parse(ROOT / "configs" / "models" / "base.gin")
+    assert gin_setup.model_config() == EncoderConfig(d_model=512, num_layers=6, num_heads=8, ffn_dim=2048, dropout=0.1)
+
+
+def shrink() -> list[str]:
+    heads = gin.query_parameter("model.num_heads")
+    return [f"model.d_model = {2 * heads}", "model.ffn_dim = 8", "training.max_steps = 1"]
+
+
+def forward_once(plan: str) -> None:
+    from structattn.experiments import build_model, make_providers, make_task, prepare_data
+    from structattn.training import make_batch
+
+    config = gin_setup.model_config()
+    task = make_task("depth_tagging(limit=4)")
+    providers = make_providers(["dependency"], {})
+    items = task.splits()["train"][:2]
+    data = prepare_data(task, providers, {}, quiet=True, items={"train": items, "test": items})
+    model = build_model(task, len(data.vocab), plan, config, providers).eval()
+    logits = model(make_batch(data.examples["train"], task.output))
+    assert logits.shape[:2] == (2, max(len(x) for x in items)) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.relative_to(ROOT / "configs").as_posix())
+def test_config_loads_and_runs_forward(path):
+    folder = path.relative_to(ROOT / "configs").parts[0]
+    if folder == "models":
+        gin_setup.parse(path)
+        forward_once("soft_bias(dependency)@0; full")
+    elif folder in PARTIAL:  # a run setting: completed into a one-run tiny experiment
+        gin_setup.parse(path, ["include 'models/tiny.gin'", "compare.tasks = ['depth_tagging(limit=4)']",
+                               "compare.settings = ['hard_mask(dependency)']"])
+        assert isinstance(gin_setup.training_config(), TrainConfig)
+        assert gin_setup.compare(dry_run=True).runs()
+    else:
+        gin_setup.parse(path)
+        gin_setup.parse(path, shrink())
+        if "train.task" in gin.config_str():
+            gin_setup.train("unused", dry_run=True)
+        else:
+            comparison = gin_setup.compare(dry_run=True)
+            assert comparison.runs()

@@ -1,0 +1,106 @@
+"""The training loop: learning, early stopping, best weights, clipping, seeds, checkpoints and resume."""
+
+import pytest
+import torch
+
+from structattn.training import Trainer, TrainConfig, load_checkpoint, save_checkpoint, seed_everything
+from tests.training.util import encoded, model
+
+
+@pytest.fixture(scope="module")
+def data():
+    return encoded()
+
+
+def fresh(vocab, seed=0, plan="soft_bias(dependency)@0; full"):
+    seed_everything(seed)
+    return model(len(vocab), plan)
+
+
+def test_learns_and_keeps_the_best_weights(data):
+    task, vocab, examples = data
+    trainer = Trainer(fresh(vocab), TrainConfig(lr=3e-3, warmup_steps=5, max_steps=60, batch_size=8, eval_every=20,
+                                                patience=0), task.output, quiet=True)
+    result = trainer.fit(examples["train"], examples["dev"])
+    assert [h["step"] for h in result.history] == [20, 40, 60] and result.steps == 60
+    assert result.history[0]["train_loss"] > result.history[-1]["train_loss"]
+    assert result.best_metric > 0.9  # parity of the word number is in the embedding
+    assert trainer.evaluate(examples["dev"])["accuracy"] == result.best_metric
+
+
+def test_early_stopping_when_dev_stops_improving(data):
+    task, vocab, examples = data
+    config = TrainConfig(lr=0.0, warmup_steps=0, max_steps=100, batch_size=8, eval_every=5, patience=2)
+    result = Trainer(fresh(vocab), config, task.output, quiet=True).fit(examples["train"], examples["dev"])
+    assert result.stopped_early and result.steps == 15 and result.best_step == 5
+
+
+def test_gradients_are_clipped(data):
+    task, vocab, examples = data
+    from structattn.training import make_batch
+
+    def grad_norm(clip):
+        trainer = Trainer(fresh(vocab), TrainConfig(clip_norm=clip, max_steps=1), task.output, quiet=True)
+        trainer._step(make_batch(examples["train"][:8], task.output))
+        return torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.model.parameters() if p.grad is not None]))
+
+    assert grad_norm(0.0) > 0.05
+    assert grad_norm(0.01) <= 0.01 + 1e-6
+
+
+def test_same_seed_same_model_other_seed_other_model(data):
+    task, vocab, examples = data
+    config = TrainConfig(max_steps=6, batch_size=8, eval_every=3, warmup_steps=2)
+
+    def run(seed):
+        trainer = Trainer(fresh(vocab, seed), config, task.output, seed=seed, quiet=True)
+        trainer.fit(examples["train"], examples["dev"])
+        return torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+
+    assert torch.equal(run(1), run(1))
+    assert not torch.equal(run(1), run(2))
+
+
+def test_resume_continues_exactly(data, tmp_path):
+    """Train 12 steps straight, or 6 steps, stop, and resume to 12 from last.pt: same weights, same history
+    (dropout is on, so the random states must be restored too)."""
+    task, vocab, examples = data
+
+    def config(steps):
+        return TrainConfig(lr=3e-3, max_steps=steps, batch_size=8, eval_every=3, warmup_steps=2, patience=0)
+
+    straight = Trainer(fresh(vocab), config(12), task.output, quiet=True)
+    straight.fit(examples["train"], examples["dev"])
+    extra = {"config": "training.max_steps = 12", "meta": {"note": "test"}}
+    first = Trainer(fresh(vocab), config(6), task.output, quiet=True, checkpoint_dir=tmp_path, checkpoint_extra=extra)
+    first.fit(examples["train"], examples["dev"])
+    saved = load_checkpoint(tmp_path / "best.pt")
+    assert saved["config"] == "training.max_steps = 12" and saved["meta"] == {"note": "test"}
+    seed_everything(123)  # resuming must not depend on the state of the process
+    second = Trainer(model(len(vocab)), config(12), task.output, quiet=True, checkpoint_dir=tmp_path)
+    result = second.fit(examples["train"], examples["dev"], resume=tmp_path / "last.pt")
+    for a, b in zip(straight.model.state_dict().values(), second.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert result.history == straight.result.history
+    with pytest.raises(ValueError, match="resume from last.pt"):
+        Trainer(model(len(vocab)), config(12), task.output, quiet=True).fit([], [], resume=tmp_path / "best.pt")
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+    (tmp_path / "junk.pt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        load_checkpoint(tmp_path / "junk.pt")
+    torch.save({"weights": torch.ones(2)}, tmp_path / "foreign.pt")
+    with pytest.raises(ValueError, match="not a structattn checkpoint"):
+        load_checkpoint(tmp_path / "foreign.pt")
+    path = save_checkpoint(tmp_path / "sub" / "ok.pt", model={"w": torch.ones(2)}, config="x = 1")
+    assert load_checkpoint(path)["config"] == "x = 1" and not (tmp_path / "sub" / "ok.pt.tmp").exists()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="max_steps must be >= 1"):
+        TrainConfig(max_steps=0)
+    with pytest.raises(ValueError, match="lr must be >= 0"):
+        TrainConfig(lr=-1.0)
