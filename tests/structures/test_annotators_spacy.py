@@ -83,6 +83,8 @@ def test_cache_skips_the_parser(tmp_path, annotator, parsed, monkeypatch):
     first = annotator.annotate(TEXTS, cache=AnnotationCache(tmp_path))
     second = annotator.annotate(TEXTS, cache=AnnotationCache(tmp_path))
     assert calls == [len(TEXTS)] and first == second == parsed
+    twice = annotator.annotate([TEXTS[0], TEXTS[0]], cache=AnnotationCache(tmp_path / "dup"))
+    assert [s.id for s in twice] == ["0-0", "1-0"]  # a repeated text is parsed once, ids stay distinct
 
 
 def test_missing_model_names_model_and_pip_command():

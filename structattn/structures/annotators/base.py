@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Iterable, Sequence
 
@@ -79,7 +78,10 @@ class Annotator(ABC):
             if not text.strip():
                 raise ValueError(f"{self.name}: text {i!r} is empty")
         grouped = self.parse(texts) if cache is None else cache.get_or_parse(texts, self)
-        return [[_with_id(s, f"{i}-{k}") for k, s in enumerate(sentences)] for i, sentences in zip(ids, grouped)]
+        for i, sentences in zip(ids, grouped):  # fresh objects from parse / get_or_parse: set ids in place
+            for k, sentence in enumerate(sentences):
+                sentence.id = f"{i}-{k}"
+        return grouped
 
 
 def _text_ids(texts: list[str], text_ids: Sequence[Any] | None) -> list[Any]:
@@ -89,9 +91,3 @@ def _text_ids(texts: list[str], text_ids: Sequence[Any] | None) -> list[Any]:
     if len(text_ids) != len(texts):
         raise ValueError(f"{len(text_ids)} text ids for {len(texts)} texts")
     return text_ids
-
-
-def _with_id(sentence: Sentence, sentence_id: str) -> Sentence:
-    out = copy.copy(sentence)  # cached entries may be shared between equal texts: never mutate them
-    out.id = sentence_id
-    return out
