@@ -5,9 +5,9 @@ gin names (what ``.gin`` files bind)::
 
     model.d_model / num_layers / num_heads / ffn_dim / dropout / positions / max_len  -> EncoderConfig
     training.lr / weight_decay / warmup_steps / max_steps / batch_size / clip_norm / eval_every / patience
-    data.structures (name -> provider spec), data.min_freq / max_size / lowercase / subword_chars
-    train.task, train.attention, train.seed                  (root of ``structattn train``)
-    compare.tasks, compare.settings, compare.seeds           (root of ``structattn compare``)
+    data.structures (name -> provider spec), data.min_freq / max_size / lowercase / subword_chars / cache
+    train.task, train.attention, train.seed, train.threads                    (root of ``structattn train``)
+    compare.tasks, compare.settings, compare.seeds, compare.threads           (root of ``structattn compare``)
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import gin
+import torch
 
 from structattn.encoders.config import EncoderConfig
 from structattn.experiments.compare import Comparison, run_comparison, train_one
@@ -41,25 +42,30 @@ training_config = gin.external_configurable(TrainConfig, "training")
 
 @gin.configurable("data")
 def data_options(structures: Mapping[str, str] | None = None, min_freq: int = 1, max_size: int | None = None,
-                 lowercase: bool = True, subword_chars: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
-    """Structure specs by name and vocabulary options."""
+                 lowercase: bool = True, subword_chars: int | None = None,
+                 cache: str | None = None) -> tuple[dict[str, str], dict[str, Any], str | None]:
+    """Structure specs by name, vocabulary options, and the structure disk cache folder (``cache``, filled
+    by ``structattn structures cache`` or on first use)."""
     vocab = {"min_freq": min_freq, "max_size": max_size, "lowercase": lowercase}
     if subword_chars:
         vocab["subword_chars"] = subword_chars
-    return dict(structures or {}), vocab
+    return dict(structures or {}), vocab, cache
 
 
 def make_setup() -> Setup:
     """The shared run settings from the bound ``model``, ``training`` and ``data``."""
-    structures, vocab = data_options()
-    return Setup(model_config(), training_config(), structures, vocab)
+    structures, vocab, cache = data_options()
+    return Setup(model_config(), training_config(), structures, vocab, cache)
 
 
 @gin.configurable("train", denylist=["out_dir", "quiet", "resume", "dry_run"])
 def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin.REQUIRED, seed: int = 0,
-          quiet: bool = False, resume: bool = False, dry_run: bool = False) -> dict[str, Any] | None:
+          threads: int | None = None, quiet: bool = False, resume: bool = False,
+          dry_run: bool = False) -> dict[str, Any] | None:
     """Root of ``structattn train``: one run, written to ``out_dir`` (record, checkpoints, config);
-    ``resume`` continues from ``out_dir/checkpoints/last.pt`` when it exists."""
+    ``resume`` continues from ``out_dir/checkpoints/last.pt`` when it exists; ``threads`` sets torch's
+    intra-op CPU threads (default: torch's own choice)."""
+    set_threads(threads)
     comparison = Comparison.declare({task: task}, {attention: attention}, [seed], make_setup())
     if dry_run:
         comparison.dry_run()
@@ -76,9 +82,11 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
 @gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots"])
 def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
-            shard: tuple[int, int] | None = None, quiet: bool = False, dry_run: bool = False,
-            plots: bool = True) -> list[dict[str, Any]] | Comparison:
-    """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``."""
+            threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
+            dry_run: bool = False, plots: bool = True) -> list[dict[str, Any]] | Comparison:
+    """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
+    ``threads`` as for :func:`train`."""
+    set_threads(threads)
     comparison = Comparison.declare(tasks, settings, seeds, make_setup())
     if dry_run:
         comparison.dry_run()
@@ -89,6 +97,14 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
                               context=context, plots=plots)
     finally:
         distributed.teardown()
+
+
+def set_threads(threads: int | None) -> None:
+    """Set torch's intra-op threads (tiny models on a few CPU cores run fastest on one)."""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
 
 
 def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:

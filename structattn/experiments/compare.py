@@ -166,7 +166,8 @@ def _data_for(spec: RunSpec, comparison: Comparison, cache: dict[str, PreparedDa
     if spec.task_label not in cache:
         names = set().union(*(plan_structures(p, comparison.setup.model) for p in comparison.settings.values()))
         providers = make_providers(names, comparison.setup.structures)
-        cache[spec.task_label] = prepare_data(make_task(spec.task), providers, comparison.setup.vocab, quiet)
+        cache[spec.task_label] = prepare_data(make_task(spec.task), providers, comparison.setup.vocab, quiet,
+                                              cache_dir=comparison.setup.cache_dir)
     return cache[spec.task_label]
 
 

@@ -17,6 +17,7 @@ import torch
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
 from structattn.experiments.inspect import bias_records, heatmap_record
 from structattn.probes.task import Item, Task, get_task
+from structattn.structures.cache import StructureCache
 from structattn.structures.providers.base import StructureProvider, get_provider
 from structattn.training import Distributed, Example, Trainer, TrainConfig, encode_items, evaluate, seed_everything
 
@@ -48,14 +49,17 @@ class Setup:
             provider name with default options (``dependency``).
         vocab: options of :meth:`Vocab.build` (``min_freq``, ``max_size``, ``lowercase``) plus
             ``subword_chars`` (split words into pieces of that many characters; absent: word-level).
+        cache_dir: a structure disk cache (``structattn.structures.cache``) to read and fill, or ``None``.
     """
 
     model: EncoderConfig
     training: TrainConfig
     structures: Mapping[str, str] = field(default_factory=dict)
     vocab: Mapping[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """What defines the results (the cache folder does not)."""
         return {"model": self.model.to_dict(), "training": self.training.to_dict(),
                 "structures": dict(self.structures), "vocab": dict(self.vocab)}
 
@@ -110,13 +114,14 @@ def make_vocab(items: list[Item], task: Task, options: Mapping[str, Any]) -> Voc
 
 
 def prepare_data(task: Task, providers: Mapping[str, StructureProvider], vocab_options: Mapping[str, Any],
-                 quiet: bool = False, vocab: Vocab | None = None,
-                 items: dict[str, list[Item]] | None = None) -> PreparedData:
+                 quiet: bool = False, vocab: Vocab | None = None, items: dict[str, list[Item]] | None = None,
+                 cache_dir: str | None = None) -> PreparedData:
     """Load the task's splits (unless ``items`` are given), build the vocabulary on train (unless given),
-    encode every split once."""
+    encode every split once (structures through the disk cache at ``cache_dir`` when given)."""
     items = items if items is not None else task.splits()
     vocab = vocab or make_vocab(items["train"], task, vocab_options)
-    examples = {split: encode_items(xs, task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
+    cache = None if cache_dir is None else StructureCache(cache_dir)
+    examples = {split: encode_items(xs, task, vocab, providers, quiet=quiet, desc=f"preprocess {split}", cache=cache)
                 for split, xs in items.items()}
     baseline = task.baseline([e.label for e in examples["train"]], [e.label for e in examples.get("test", [])])
     return PreparedData(task, vocab, items, examples, baseline)

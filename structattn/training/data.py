@@ -12,6 +12,7 @@ from structattn.encoders.batch import Batch
 from structattn.encoders.vocab import Vocab
 from structattn.probes.task import IGNORE, Item, Label, Task
 from structattn.structures.alignment import align_to_subwords
+from structattn.structures.cache import StructureCache
 from structattn.structures.collate import collate
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import Sentence
@@ -41,8 +42,10 @@ def encode_items(
     chunk: int = 128,
     quiet: bool = False,
     desc: str = "preprocess",
+    cache: StructureCache | None = None,
 ) -> list[Example]:
-    """Encode ``items``: ids, labels, and every named structure, computed in length-sorted chunks.
+    """Encode ``items``: ids, labels, and every named structure, computed in length-sorted chunks (read from
+    / written to the disk ``cache`` when one is given, e.g. filled by ``structattn structures cache``).
 
     Structures are computed on the words; for a subword vocabulary they are aligned to the tokens
     (``align_to_subwords``), except position-based ones (window form), which are built on the tokens.
@@ -54,7 +57,9 @@ def encode_items(
     chunks = [order[k:k + chunk] for k in range(0, len(order), chunk)]
     for idx in tqdm(chunks, desc=desc, disable=quiet or not providers, leave=False):
         for name, provider in providers.items():
-            for i, s in zip(idx, provider.many([items[i] for i in idx])):
+            chunk_items = [items[i] for i in idx]
+            computed = provider.many(chunk_items) if cache is None else cache.get_or_compute(chunk_items, provider)
+            for i, s in zip(idx, computed):
                 structures[i][name] = _to_tokens(s, items[i], encoded[i], provider, vocab)
     return [Example(ids, wids, y, st, x.id) for (ids, wids), y, st, x in zip(encoded, labels, structures, items)]
 
