@@ -14,13 +14,14 @@ none. Each entry stores its key and a checksum of its content and is verified wh
 corrupt, foreign or otherwise invalid entry is logged as a warning, recomputed and overwritten, never
 trusted. Entries are not fsync'ed: after a power loss an entry may be empty, which is detected as corrupt.
 
-Layout: ``ROOT/structures/<provider>/<k[:2]>/<k>.safetensors`` and ``ROOT/annotations/<parser>/<k[:2]>/<k>.json``.
-An entry file is a line with the sha256 (hex) of the rest of the file, a JSON line ``{"key", "meta"}``,
-then the body: the checksum covers the key, the metadata and every byte of the body. A structure's body is the raw bytes of its tensors
-(name, numpy dtype and shape listed in the metadata; distances in the collate dtype, int16), read back with
-``numpy.frombuffer``: nothing in an entry is executed or unpickled, and reading one costs ~15 us, where
-``torch.load(weights_only=True)`` costs ~550 us and safetensors ~40 us per small entry, too slow for a warm
-cache to beat parsing by 20x. An annotation's body is canonical JSON.
+Layout: ``ROOT/structures/<provider>/<k[:2]>/<k>.structure`` and
+``ROOT/annotations/<parser>/<k[:2]>/<k>.annotation``. An entry file is a line with the sha256 (hex) of the
+rest of the file, a JSON line ``{"key", "meta"}``, then the body: the checksum covers the key, the metadata
+and every byte of the body. A structure's body is the raw bytes of its tensors (name, numpy dtype and shape
+listed in the metadata; distances in the collate dtype, int16), read back with ``numpy.frombuffer``: nothing
+in an entry is executed or unpickled, and reading one costs ~15 us, where ``torch.load(weights_only=True)``
+costs ~550 us and safetensors ~40 us per small entry (too slow for a warm cache to beat parsing by 20x).
+An annotation's body is canonical JSON.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from structattn.structures.collate import collate
 from structattn.structures.sentence import Document, Sentence
 from structattn.structures.structure import Structure
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: safetensors entries (never released)
 logger = logging.getLogger(__name__)
 _TENSORS = ("distance", "adjacency", "token_mask", "is_global")
 _EXCLUDED = ("id", "doc_id")  # ids are not content: entries are shared between equal items
@@ -74,14 +75,9 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
 
 
-def digest(*parts: Any) -> str:
-    """sha256 hex digest of the canonical serialisation of ``parts``."""
-    return hashlib.sha256(canonical(parts).encode("utf-8")).hexdigest()
-
-
 def _keyer(kind: str, producer: Any) -> Callable[[Any], str]:
-    """``content -> key`` for one producer: ``digest(kind, producer_key(producer), content)``, with the
-    constant prefix serialised once."""
+    """``content -> key`` for one producer: sha256 of ``canonical([kind, producer_key(producer)])`` (serialised
+    once; a JSON array, so it cannot run into what follows) then ``canonical(content)``."""
     prefix = canonical([kind, producer_key(producer)]).encode("utf-8")
 
     def key(content: Any) -> str:
@@ -124,7 +120,7 @@ class _DiskCache:
     suffix = ""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+        self.root = Path(root).expanduser()
         self.hits = 0
         self.misses = 0
         self.invalid = 0
@@ -182,7 +178,7 @@ class StructureCache(_DiskCache):
     """
 
     kind = "structures"
-    suffix = ".safetensors"
+    suffix = ".structure"
 
     def key(self, item: Sentence | Document, provider: Any) -> str:
         """Cache key of ``item`` under ``provider``."""
@@ -287,7 +283,7 @@ class AnnotationCache(_DiskCache):
     """
 
     kind = "annotations"
-    suffix = ".json"
+    suffix = ".annotation"
 
     def key(self, text: str, parser: Parser) -> str:
         """Cache key of ``text`` under ``parser``."""

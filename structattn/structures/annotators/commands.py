@@ -9,6 +9,7 @@ into ``--out`` (kept with ``--keep-shards``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shards", type=int, default=None, help="number of shards (default: --processes)")
     parser.add_argument("--keep-shards", action="store_true", help="keep OUT.shard-XXXX.conllu after merging")
     parser.add_argument("--batch-size", type=int, default=256, help="spaCy texts per batch (default: 256)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (also off when $CI is set) or summary")
     return parser
 
 
@@ -67,29 +68,38 @@ def run(args: argparse.Namespace) -> int:
     texts, ids = read_texts(args.input)
     annotator = make_annotator(args)
     annotator.options()  # fails here, before any progress bar, when a model is missing (stanza checks its files)
-    cache = None if args.cache is None else AnnotationCache(args.cache)
-    bar = tqdm(total=len(texts), desc=f"parsing ({args.parser})", unit="text", disable=args.quiet)
-    with bar:
-        if args.processes == 1:
-            sentences = []
-            for start in range(0, len(texts), CHUNK):
-                sentences += annotator.annotate(texts[start:start + CHUNK], ids[start:start + CHUNK], cache)
-                bar.update(len(texts[start:start + CHUNK]))
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(args.out, write_conllu(sentences).encode("utf-8"))
-            stats = cache.stats() if cache is not None else None
-        else:
-            results = parse_sharded(annotator, texts, args.out, args.processes, ids, args.shards, args.cache,
-                                    on_shard_done=lambda r: bar.update(r.texts))
-            sentences = merge_shards([r.path for r in results], args.out)
-            if not args.keep_shards:
-                for r in results:
-                    r.path.unlink()
-            stats = {"hits": sum(r.cache_hits for r in results), "misses": sum(r.cache_misses for r in results)}
+    quiet_bar = args.quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    with tqdm(total=len(texts), desc=f"parsing ({args.parser})", unit="text", disable=quiet_bar) as bar:
+        parse = in_process if args.processes == 1 else sharded
+        count, stats = parse(args, annotator, texts, ids, bar)
     if not args.quiet:
-        cached = "" if stats is None or args.cache is None else f"; cache: {stats['hits']} hits, {stats['misses']} parsed"
-        print(f"{len(sentences)} sentences from {len(texts)} texts written to {args.out}{cached}")
+        cached = "" if args.cache is None else f"; cache: {stats['hits']} hits, {stats['misses']} parsed"
+        print(f"{count} sentences from {len(texts)} texts written to {args.out}{cached}")
     return 0
+
+
+def in_process(args: argparse.Namespace, annotator: Annotator, texts: list[str], ids: list[str], bar: tqdm
+               ) -> tuple[int, dict[str, int]]:
+    """Parse in this process, chunk by chunk; returns the sentence count and cache hits / misses."""
+    cache = None if args.cache is None else AnnotationCache(args.cache)
+    sentences = []
+    for start in range(0, len(texts), CHUNK):
+        sentences += annotator.annotate(texts[start:start + CHUNK], ids[start:start + CHUNK], cache)
+        bar.update(len(texts[start:start + CHUNK]))
+    write_atomic(args.out, write_conllu(sentences).encode("utf-8"))
+    return len(sentences), (cache.stats() if cache is not None else {})
+
+
+def sharded(args: argparse.Namespace, annotator: Annotator, texts: list[str], ids: list[str], bar: tqdm
+            ) -> tuple[int, dict[str, int]]:
+    """Parse in ``--processes`` workers, merge the shards into ``--out``; returns as :func:`in_process`."""
+    results = parse_sharded(annotator, texts, args.out, args.processes, ids, args.shards, args.cache,
+                            on_shard_done=lambda r: bar.update(r.texts))
+    sentences = merge_shards([r.path for r in results], args.out)
+    if not args.keep_shards:
+        for r in results:
+            r.path.unlink()
+    return len(sentences), {"hits": sum(r.cache_hits for r in results), "misses": sum(r.cache_misses for r in results)}
 
 
 def main(argv: list[str] | None = None) -> int:
