@@ -7,6 +7,7 @@ import torch
 
 from structattn.encoders import EncoderConfig
 from structattn.experiments import RunSpec, Setup, execute, make_providers, make_task, prepare_data
+from structattn.structures.cache import StructureCache
 from structattn.training import TrainConfig
 
 SETUP = Setup(EncoderConfig(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, dropout=0.0),
@@ -26,7 +27,7 @@ def test_subword_run_aligns_structures_to_tokens(tmp_path):
     first, second = example.word_ids.index(0), example.word_ids.index(item.heads[0] if item.heads[0] >= 0 else 0)
     assert dependency.adjacency[first, second]  # word 0's first piece sees its head's first piece
     assert example.structures["win"].window_radius == 2 and example.structures["win"].num_tokens == len(example)
-    assert any((tmp_path / "cache").rglob("*.safetensors"))  # the structures went through the disk cache
+    assert any((tmp_path / "cache").rglob(f"*{StructureCache.suffix}"))  # the structures went through the disk cache
     record = execute(RunSpec(0, "depth", "depth_tagging(limit=20)", "split", PLAN, 0), SETUP, data, quiet=True)
     assert record["steps"] == 4
     heat = record["heatmap"]
@@ -42,7 +43,7 @@ def test_cache_gives_the_same_structures(tmp_path):
     for a, b, c in zip(plain.examples["test"], cold.examples["test"], warm.examples["test"]):
         assert torch.equal(a.structures["dependency"].distance, b.structures["dependency"].distance)
         assert torch.equal(a.structures["dependency"].distance, c.structures["dependency"].distance)
-    assert any(tmp_path.rglob("*.safetensors"))
+    assert any(tmp_path.rglob(f"*{StructureCache.suffix}"))
 
 
 def test_band_variant_on_a_tree_fails_at_build_time():
