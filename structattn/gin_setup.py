@@ -24,8 +24,7 @@ from structattn.encoders.config import EncoderConfig
 from structattn.experiments.compare import Comparison, run_comparison, train_one
 from structattn.experiments.run import Setup
 from structattn.training import distributed
-from structattn.training.trainer import TrainConfig
-
+from structattn.training.config import TrainConfig
 
 
 @gin.configurable("model")

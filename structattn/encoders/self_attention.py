@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from einops import rearrange
 import torch
+from einops import rearrange
 from torch import nn
 
 from structattn.attention.base import StructuredAttention

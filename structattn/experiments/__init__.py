@@ -1,6 +1,6 @@
 """Experiments: single runs, declarative comparisons (sharded and merged), results tables and plots."""
 
-from structattn.experiments.compare import Comparison, merge, parse_shard, report, run_comparison
+from structattn.experiments.compare import Comparison, report, run_comparison, train_one
 from structattn.experiments.results import csv_text, markdown_text, write_tables
 from structattn.experiments.run import (
     PreparedData,
@@ -13,6 +13,7 @@ from structattn.experiments.run import (
     make_task,
     prepare_data,
 )
+from structattn.experiments.shards import merge, parse_shard
 
 __all__ = [
     "Comparison",
@@ -31,5 +32,6 @@ __all__ = [
     "prepare_data",
     "report",
     "run_comparison",
+    "train_one",
     "write_tables",
 ]

@@ -1,5 +1,5 @@
 """A comparison: tasks x attention settings x seeds, declared once, validated before any training, run whole
-or in shards (``--shard i/N``) on different machines, and merged back into the same tables."""
+or in shards (``--shard i/N``, see :mod:`structattn.experiments.shards`) on different machines."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import torch
 
 from structattn.experiments.results import write_tables
 from structattn.experiments.run import (
@@ -21,24 +23,8 @@ from structattn.experiments.run import (
     plan_structures,
     prepare_data,
 )
-import torch
-
 from structattn.training.data import make_batch
 from structattn.training.distributed import Distributed
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``"i/N"`` -> ``(i, N)`` with ``0 <= i < N`` (0-based, like process ranks)."""
-    if text is None:
-        return None
-    index, slash, count = str(text).partition("/")
-    try:
-        i, n = int(index), int(count)
-    except ValueError:
-        raise ValueError(f"--shard must look like i/N (e.g. 0/2), got {text!r}") from None
-    if not slash or n < 1 or not 0 <= i < n:
-        raise ValueError(f"--shard {text!r}: need 0 <= i < N (shards are numbered from 0)")
-    return i, n
 
 
 def _labelled(values: Sequence[str] | Mapping[str, str], what: str) -> dict[str, str]:
@@ -181,39 +167,4 @@ def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool
         write_plots(records, out / "plots")
 
 
-def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True) -> list[dict[str, Any]]:
-    """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run).
-
-    Raises:
-        ValueError: directories of different comparisons, or runs missing from every shard.
-    """
-    manifests, records = [], {}
-    for d in map(Path, dirs):
-        path = d / "comparison.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"{str(d)!r} is not a compare output directory (no comparison.json)")
-        manifests.append((d, json.loads(path.read_text())))
-        for f in sorted((d / "runs").glob("*.json")):
-            record = json.loads(f.read_text())
-            records[record["index"]] = record
-    first_dir, first = manifests[0]
-    for d, m in manifests[1:]:
-        if m["fingerprint"] != first["fingerprint"]:
-            raise ValueError(f"{str(d)!r} holds a different comparison than {str(first_dir)!r} (config differs)")
-    missing = sorted(set(range(first["runs"])) - set(records))
-    if missing:
-        raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.gin").write_text((first_dir / "config.gin").read_text())
-    (out / "comparison.json").write_text(json.dumps({**first, "shard": None, "indices": sorted(records),
-                                                     "merged_from": [str(d) for d, _ in manifests]}, indent=1))
-    (out / "runs").mkdir(exist_ok=True)
-    ordered = [records[k] for k in sorted(records)]
-    for r in ordered:
-        (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
-    report(ordered, out, first["runs"], plots)
-    return ordered
-
-
-__all__ = ["Comparison", "merge", "parse_shard", "report", "run_comparison"]
+__all__ = ["Comparison", "report", "run_comparison", "train_one"]

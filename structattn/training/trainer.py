@@ -4,62 +4,24 @@ checkpoints with resume, data parallel through ``torch.distributed``."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from structattn.encoders.batch import Batch
 from structattn.encoders.model import TaskModel
-from structattn.probes.task import IGNORE
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.checkpoints import load_checkpoint, save_checkpoint
+from structattn.training.config import TrainConfig
 from structattn.training.data import Example, make_batch
 from structattn.training.distributed import Distributed, all_reduce_sum
+from structattn.training.evaluation import evaluate, task_loss
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Optimisation settings.
-
-    Args:
-        lr: peak learning rate (AdamW).
-        weight_decay: AdamW weight decay.
-        warmup_steps: linear warmup length, then inverse-square-root decay.
-        max_steps: optimiser updates at most.
-        batch_size: sentences per batch (per process when data parallel).
-        clip_norm: gradient-norm clipping threshold (0: no clipping).
-        eval_every: evaluate on dev (and checkpoint) every this many steps, and at the end.
-        patience: stop after this many evaluations without a better dev score (0: never stop early).
-        eval_batch_size: sentences per evaluation batch.
-    """
-
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 100
-    max_steps: int = 1000
-    batch_size: int = 32
-    clip_norm: float = 1.0
-    eval_every: int = 100
-    patience: int = 5
-    eval_batch_size: int = 64
-
-    def __post_init__(self) -> None:
-        for name in ("max_steps", "batch_size", "eval_every", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"training {name} must be >= 1, got {getattr(self, name)}")
-        for name in ("lr", "weight_decay", "warmup_steps", "clip_norm", "patience"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"training {name} must be >= 0, got {getattr(self, name)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -71,11 +33,6 @@ class TrainResult:
     best_metric: float = -math.inf
     steps: int = 0
     stopped_early: bool = False
-
-
-def task_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over non-ignored targets (the class axis is the last axis of ``logits``)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
 
 
 class Trainer:
@@ -200,23 +157,3 @@ class Trainer:
         self.loop.update(loop)
         self.best_state = data.get("best_model")
         set_rng_state(data["rng"])
-
-
-@torch.no_grad()
-def evaluate(model: TaskModel, examples: Sequence[Example], output: str, batch_size: int,
-             context: Distributed = Distributed(), quiet: bool = False, desc: str = "eval") -> dict[str, float]:
-    """Mean loss and argmax accuracy over non-ignored targets of ``examples`` (rank-sharded, summed)."""
-    model.eval()
-    sampler = LengthBucketSampler([len(e) for e in examples], batch_size, shuffle=False,
-                                  rank=context.rank, world_size=context.world_size)
-    sums = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, targets
-    for idx in tqdm(sampler.batches(), desc=desc, disable=quiet, leave=False):
-        batch = make_batch([examples[i] for i in idx], output).to(context.device)
-        logits = model(batch)
-        kept = batch.labels != IGNORE
-        count = int(kept.sum())
-        sums += torch.tensor([float(task_loss(logits, batch.labels)) * count,
-                              float(((logits.argmax(-1) == batch.labels) & kept).sum()), count], dtype=torch.float64)
-    sums = all_reduce_sum(sums, context)
-    total = max(float(sums[2]), 1.0)
-    return {"loss": float(sums[0]) / total, "accuracy": float(sums[1]) / total}

@@ -6,7 +6,7 @@ import socket
 import torch
 import torch.multiprocessing as mp
 
-from structattn.training import Trainer, TrainConfig, seed_everything, setup, teardown
+from structattn.training import TrainConfig, Trainer, seed_everything, setup, teardown
 from tests.training.util import encoded, model
 
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from structattn.training import Trainer, TrainConfig, load_checkpoint, save_checkpoint, seed_everything
+from structattn.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint, seed_everything
 from tests.training.util import encoded, model
 
 

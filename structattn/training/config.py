@@ -1,0 +1,44 @@
+"""Optimisation settings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings.
+
+    Args:
+        lr: peak learning rate (AdamW).
+        weight_decay: AdamW weight decay.
+        warmup_steps: linear warmup length, then inverse-square-root decay.
+        max_steps: optimiser updates at most.
+        batch_size: sentences per batch (per process when data parallel).
+        clip_norm: gradient-norm clipping threshold (0: no clipping).
+        eval_every: evaluate on dev (and checkpoint) every this many steps, and at the end.
+        patience: stop after this many evaluations without a better dev score (0: never stop early).
+        eval_batch_size: sentences per evaluation batch.
+    """
+
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    max_steps: int = 1000
+    batch_size: int = 32
+    clip_norm: float = 1.0
+    eval_every: int = 100
+    patience: int = 5
+    eval_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "batch_size", "eval_every", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training {name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "weight_decay", "warmup_steps", "clip_norm", "patience"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"training {name} must be >= 0, got {getattr(self, name)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,40 @@
+"""Loss and accuracy shared by every head: cross-entropy and argmax accuracy over non-ignored targets."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from structattn.encoders.model import TaskModel
+from structattn.probes.task import IGNORE
+from structattn.training.batching import LengthBucketSampler
+from structattn.training.data import Example, make_batch
+from structattn.training.distributed import Distributed, all_reduce_sum
+
+
+def task_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over non-ignored targets (the class axis is the last axis of ``logits``)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+
+
+@torch.no_grad()
+def evaluate(model: TaskModel, examples: Sequence[Example], output: str, batch_size: int,
+             context: Distributed = Distributed(), quiet: bool = False, desc: str = "eval") -> dict[str, float]:
+    """Mean loss and argmax accuracy over non-ignored targets of ``examples`` (rank-sharded, summed)."""
+    model.eval()
+    sampler = LengthBucketSampler([len(e) for e in examples], batch_size, shuffle=False,
+                                  rank=context.rank, world_size=context.world_size)
+    sums = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, targets
+    for idx in tqdm(sampler.batches(), desc=desc, disable=quiet, leave=False):
+        batch = make_batch([examples[i] for i in idx], output).to(context.device)
+        logits = model(batch)
+        kept = batch.labels != IGNORE
+        count = int(kept.sum())
+        sums += torch.tensor([float(task_loss(logits, batch.labels)) * count,
+                              float(((logits.argmax(-1) == batch.labels) & kept).sum()), count], dtype=torch.float64)
+    sums = all_reduce_sum(sums, context)
+    total = max(float(sums[2]), 1.0)
+    return {"loss": float(sums[0]) / total, "accuracy": float(sums[1]) / total}
