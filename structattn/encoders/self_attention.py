@@ -54,10 +54,20 @@ class StructuredSelfAttention(nn.Module):
         return self.out(merged), torch.cat(weights, dim=1) if return_weights else None
 
     def bias_tables(self) -> dict[str, torch.Tensor]:
-        """Learned bias tables of the groups whose variant has one (``table`` attribute), by group label."""
+        """Learned bias tables of the groups whose variant has one (see :func:`learned_bias`), by group label
+        (prefixed with the group's position when the layer has several groups)."""
         out = {}
         for k, (group, module) in enumerate(zip(self.groups, self.variants)):
-            table = getattr(module, "table", None)
-            if isinstance(table, torch.Tensor):
-                out[group.label if len(self.groups) == 1 else f"{k}:{group.label}"] = table.detach()
+            table = learned_bias(module)
+            if table is not None:
+                out[group.label if len(self.groups) == 1 else f"{k}:{group.label}"] = table
         return out
+
+
+def learned_bias(module: nn.Module) -> torch.Tensor | None:
+    """The bias a variant adds per distance bucket: ``effective_table()`` when it has one (``soft_bias``:
+    ``scale * table``), else its ``table`` parameter, else ``None``; detached."""
+    if callable(getattr(module, "effective_table", None)):
+        return module.effective_table().detach()
+    table = getattr(module, "table", None)
+    return table.detach() if isinstance(table, torch.Tensor) else None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from structattn.encoders.model import TaskModel
+from structattn.encoders.self_attention import learned_bias
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.providers.base import get_provider
 from structattn.training.data import Example, make_batch
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def bias_records(model: TaskModel) -> list[dict[str, Any]]:
-    """Every learned bias table (variants with a ``table`` parameter), as ``values[head][bucket]``.
+    """Every learned bias table (see :func:`learned_bias`), as ``values[head][bucket]``.
 
     Bucket names come from the variant's ``bucket_labels()`` when it has one (else ``"0", "1", ...``).
     """
@@ -24,10 +25,10 @@ def bias_records(model: TaskModel) -> list[dict[str, Any]]:
     for layer, block in enumerate(model.encoder.layers):
         attention = block.attention
         for group, module in zip(attention.groups, attention.variants):
-            table = getattr(module, "table", None)
-            if not isinstance(table, torch.Tensor):
+            table = learned_bias(module)
+            if table is None:
                 continue
-            values = table.detach().float().cpu()
+            values = table.float().cpu()
             labels = [str(x) for x in module.bucket_labels()] if hasattr(module, "bucket_labels") else None
             values = _per_head(values, len(labels) if labels else values.shape[-1])
             labels = labels or [str(k) for k in range(values.shape[-1])]

@@ -153,3 +153,14 @@ def test_config_rejects_bad_sizes():
         EncoderConfig(dropout=1.5)
     with pytest.raises(ValueError, match="num_layers must be >= 1"):
         EncoderConfig(num_layers=0)
+
+
+def test_bias_tables_include_the_learned_scale(sentences):
+    encoder = tiny_encoder("soft_bias(dependency, learnable_scale=True, per_head=True)*2 + full")
+    module = encoder.layers[0].attention.variants[0]
+    with torch.no_grad():
+        module.table.uniform_(-1, 1)
+        module.scale.fill_(2.0)
+    (label, table), = encoder.bias_tables()[0].items()
+    assert label == "0:soft_bias(dependency)" and table.shape == (2, len(module.bucket_labels()))
+    torch.testing.assert_close(table, 2.0 * module.table.detach())
