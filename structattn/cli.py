@@ -66,7 +66,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
         print((Path(args.out) / "results.md").read_text())
-        print(f"wrote {args.out}/results.csv, results.md, config.gin, plots/")
+        print(f"wrote {args.out}/: results.csv, results.md, config.gin, runs/" + ("" if args.no_plots else ", plots/"))
     return 0
 
 
@@ -159,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # one clear line, no traceback (unless asked for)
         if show_traceback:
             raise
-        print(f"structattn {command or ''}: error: {_one_line(err)}".replace("  ", " "), file=sys.stderr)
+        prefix = f"structattn {command}" if command else "structattn"
+        print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
         return 1
 
 

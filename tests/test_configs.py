@@ -1,4 +1,4 @@
-"""Every .gin file in the repo loads, and builds a tiny model that runs forward.
+"""Every .gin file in the repository loads, and builds a tiny model that runs forward.
 
 Experiment and train configs are dry-run (every setting x task built and run forward on two sentences) with
 their layer and head counts kept and widths shrunk; model-size files build a model of their own size and run
@@ -17,8 +17,10 @@ from structattn.encoders import EncoderConfig
 from structattn.training import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((ROOT / "configs").rglob("*.gin"))
-PARTIAL = {"models", "runs"}  # folders of building blocks, included by experiments
+OUTPUTS = {"runs", "build", "dist"}  # top-level output folders (gitignored), not configs
+CONFIGS = sorted(p for p in ROOT.rglob("*.gin") if p.relative_to(ROOT).parts[0] not in OUTPUTS
+                 and not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+PARTIAL = {"models", "runs"}  # folders of configs/ holding building blocks, included by experiments
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +32,9 @@ def one_thread():
 
 
 def test_there_are_configs():
-    names = {p.relative_to(ROOT / "configs").as_posix() for p in CONFIGS}
-    assert {"models/tiny.gin", "models/small.gin", "models/base.gin", "quickstart.gin"} <= names
+    names = {p.relative_to(ROOT).as_posix() for p in CONFIGS}
+    assert {"configs/models/tiny.gin", "configs/models/small.gin", "configs/models/base.gin",
+            "configs/runs/defaults.gin", "configs/quickstart.gin"} <= names
 
 
 def test_base_size_is_transformer_base():
@@ -58,9 +61,10 @@ def forward_once(plan: str) -> None:
     assert logits.shape[:2] == (2, max(len(x) for x in items)) and torch.isfinite(logits).all()
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.relative_to(ROOT / "configs").as_posix())
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_config_loads_and_runs_forward(path):
-    folder = path.relative_to(ROOT / "configs").parts[0]
+    parts = path.relative_to(ROOT).parts
+    folder = parts[1] if parts[0] == "configs" and len(parts) > 2 else None
     if folder == "models":
         gin_setup.parse(path)
         forward_once("soft_bias(dependency)@0; full")
