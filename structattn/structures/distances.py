@@ -52,7 +52,7 @@ BITSET_MAX_TOKENS = 64 if hasattr(np, "bitwise_count") else 0
 CHUNK_ENTRIES = 2**19
 
 #: Workspaces above this many bytes are freed after the call instead of kept for the next one.
-KEEP_WORKSPACE_BYTES = 256 * 2**20
+KEEP_WORKSPACE_BYTES = 128 * 2**20
 
 _local = threading.local()
 
