@@ -36,9 +36,9 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from itertools import chain
-from typing import Callable
 
 import networkx as nx
 import numpy as np

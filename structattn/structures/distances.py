@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import threading
 import warnings
-from functools import lru_cache
 
 import numpy as np
 import torch
