@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from structattn.structures.distances import tree_distances
 from structattn.structures.providers.base import (
     GraphProvider,
     Item,
-    _token_mask,
     adjacency_from_edges,
-    batch_edge_index,
     register_provider,
 )
 from structattn.structures.sentence import Document
@@ -36,11 +35,12 @@ class DependencyProvider(GraphProvider):
         return [(i, h) for i, h in enumerate(item_heads(item)) if h >= 0]
 
     def compute(self, items: list[Item]) -> Structure:
-        lengths = [len(x) for x in items]
-        token_mask = _token_mask(lengths)
+        lengths = np.array([len(x) for x in items])
+        token_mask = torch.from_numpy(np.arange(lengths.max())[None, :] < lengths[:, None])
+        flat = np.fromiter((h for item in items for h in item_heads(item)), dtype=np.int64, count=int(lengths.sum()))
         heads = torch.full(token_mask.shape, -1, dtype=torch.long)
-        for k, item in enumerate(items):
-            heads[k, : lengths[k]] = torch.tensor(item_heads(item), dtype=torch.long)
+        heads[token_mask] = torch.from_numpy(flat)
         distance = tree_distances(heads, token_mask)
-        edge_index = batch_edge_index([self.graph_edges(x) for x in items])
+        rows, cols = torch.nonzero(heads >= 0, as_tuple=True)
+        edge_index = torch.stack([rows, cols, heads[rows, cols]])
         return Structure(distance=distance, adjacency=adjacency_from_edges(edge_index, token_mask), token_mask=token_mask)
