@@ -69,8 +69,7 @@ class FixedDecayAttention(StructuredAttention):
             allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
             out, weights = fn.naive_attention(q, k, v, bias=bias, allowed=allowed)
             return out, weights if return_weights else None
-        out = fn.bucket_bias_attention(q, k, v, table, index, backend=self.backend)
-        return fn.zero_padded_queries(out, token_mask), None
+        return fn.bucket_bias_attention(q, k, v, table, index, token_mask, self.backend), None
 
     def extra_repr(self) -> str:
         return f"alpha={float(self.alpha)}, max_distance={self.max_distance}, backend={self.backend!r}"

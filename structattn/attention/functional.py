@@ -14,10 +14,12 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim, K buckets.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
@@ -33,7 +35,13 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def zero_padded_queries(x: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
-    """Zero the rows of padded queries. Shapes: x ``(b, h, n, ...)``, token_mask ``(b, n)``."""
+    """Zero the rows of padded queries (``x`` itself when nothing is padded, checked on CPU only).
+
+    Shapes:
+        x ``(b, h, n, ...)``, token_mask ``(b, n)``.
+    """
+    if x.device.type == "cpu" and bool(token_mask.all()):
+        return x
     keep = token_mask.view(*token_mask.shape[:1], 1, token_mask.shape[1], *([1] * (x.dim() - 3)))
     return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
 
@@ -76,15 +84,23 @@ def naive_attention(
     return out.to(q.dtype), weights.to(q.dtype)
 
 
-def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Fused SDPA restricted to ``allowed`` keys; a row with no allowed key outputs zeros.
+def sdpa_allowed(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, token_mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Fused SDPA restricted to ``allowed`` keys; a row with no allowed key (and, given ``token_mask``, a
+    padded query row) outputs zeros, never NaN, whatever the kernel does with an empty row.
 
     Shapes:
-        q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``).
+        q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``);
+        token_mask ``(b, n)``.
     """
-    has_key = allowed.any(dim=-1, keepdim=True)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~has_key)
-    return torch.where(has_key, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    keep = allowed.any(dim=-1, keepdim=True)  # (b, 1|h, 1|n, 1)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~keep)
+    if token_mask is not None:
+        keep = keep & token_mask[:, None, :, None]
+    if q.device.type == "cpu" and bool(keep.all()):
+        return out
+    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
 def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: Sequence[int]) -> torch.Tensor:
@@ -92,18 +108,26 @@ def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: 
 
     Bucket ``m < len(lower_edges)`` holds distances ``lower_edges[m] <= dist < lower_edges[m + 1]`` (the last
     one is open-ended); ``K - 1`` (``K = len(lower_edges) + 1``) holds unreachable real pairs (``-1``).
-    Two extra codes: ``K`` for a padded key, ``K + 1`` for a real key seen from a padded query.
+    Two extra codes: ``K`` for a padded key, ``K + 1`` for a real key seen from a padded query. Computed
+    sentence by sentence through a lookup table over ``-1 .. lower_edges[-1]`` (distances are clamped there).
 
     Shapes:
         distance ``(b, n, n)`` integer; token_mask ``(b, n)`` bool. Returns ``(b, n, n)``.
     """
-    num_buckets = len(lower_edges) + 1
-    edges = torch.tensor(list(lower_edges), dtype=distance.dtype, device=distance.device)
-    index = torch.bucketize(distance, edges, right=True, out_int32=True).sub_(1)
-    index.masked_fill_(distance < 0, num_buckets - 1)
-    index.masked_fill_(~token_mask[:, :, None], num_buckets + 1)
-    index.masked_fill_(~token_mask[:, None, :], num_buckets)
-    return index.to(torch.uint8) if num_buckets + 1 <= torch.iinfo(torch.uint8).max else index
+    num_buckets, top = len(lower_edges) + 1, int(lower_edges[-1])
+    dtype = torch.uint8 if num_buckets + 1 <= torch.iinfo(torch.uint8).max else torch.int32
+    hops = torch.arange(-1, top + 1)
+    lut = torch.bucketize(hops, torch.tensor(list(lower_edges)), right=True) - 1  # lut[d + 1] = bucket(d)
+    lut[0] = num_buckets - 1
+    lut = lut.to(device=distance.device, dtype=dtype)
+    index = torch.empty(distance.shape, dtype=dtype, device=distance.device)
+    for bi in range(distance.shape[0]):
+        offset = distance[bi].clamp(-1, top).add_(1).reshape(-1).long()
+        torch.index_select(lut, 0, offset, out=index[bi].view(-1))
+    if distance.device.type != "cpu" or not bool(token_mask.all()):
+        index.masked_fill_(~token_mask[:, :, None], num_buckets + 1)
+        index.masked_fill_(~token_mask[:, None, :], num_buckets)
+    return index
 
 
 def extend_table(table: torch.Tensor, masked: float, dtype: torch.dtype) -> torch.Tensor:
@@ -117,87 +141,143 @@ def extend_table(table: torch.Tensor, masked: float, dtype: torch.dtype) -> torc
 
 
 def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``ext[..., index]`` as an additive score bias. Shapes: ext ``(K + 2)`` or ``(h, K + 2)``; index
-    ``(b, n, n)``; returns ``(b, 1, n, n)`` (shared table) or ``(b, h, n, n)`` (per-head table)."""
-    ids = index.to(device=ext.device, dtype=torch.int32)
-    if ext.dim() == 1:
-        return ext[ids].unsqueeze(1)
-    return ext[:, ids].transpose(0, 1)
+    """``ext[..., index]`` as an additive score bias (differentiable in ``ext``; without a gradient it is
+    filled sentence by sentence, so no ``(b, n, n)`` int64 index is ever built).
+
+    Shapes:
+        ext ``(K + 2)`` or ``(h, K + 2)``; index ``(b, n, n)``; returns ``(b, 1, n, n)`` (shared table) or
+        ``(b, h, n, n)`` (per-head table).
+    """
+    b, n, m = index.shape
+    index = index.to(ext.device)
+    if ext.requires_grad and torch.is_grad_enabled():
+        flat = index.reshape(-1).long()
+        if ext.dim() == 1:
+            return ext.index_select(0, flat).view(b, 1, n, m)
+        return ext.index_select(1, flat).view(-1, b, n, m).transpose(0, 1)
+    bias = torch.empty(b, ext.shape[0] if ext.dim() == 2 else 1, n * m, dtype=ext.dtype, device=ext.device)
+    for bi in range(b):
+        flat = index[bi].reshape(-1).long()
+        torch.index_select(ext.view(-1, ext.shape[-1]), 1, flat, out=bias[bi])
+    return bias.view(b, -1, n, m)
 
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
-#: Elements of one (heads x query rows x keys) block in :class:`BucketBiasSDPA`'s backward (4 MiB in float32).
-CHUNK_ELEMENTS = 1 << 20
+#: Scores per backward block of :class:`BucketBiasSDPA` (one block per worker at a time; 2 MiB in float32).
+CHUNK_ELEMENTS = 1 << 19
+#: Bias elements materialised at once by :class:`BucketBiasSDPA`'s forward (8 MiB in float32).
+FORWARD_BIAS_ELEMENTS = 1 << 21
+#: Run the backward tasks on ``torch.get_num_threads()`` Python threads, each op single-threaded (``False``:
+#: one task after the other, each op multi-threaded). Threads keep the many small ops free of OpenMP
+#: barriers, which made the backward 2-3x slower on a busy machine.
+PARALLEL_BLOCKS = True
 
 
 class BucketBiasSDPA(torch.autograd.Function):
     """``softmax(q k^T / sqrt(d) + ext[index]) v`` with the gradient of the bucket table, on CPU.
 
     Forward: the fused CPU flash kernel with the (detached) float bias; saves ``out`` and its logsumexp, not
-    the ``(b, h, n, n)`` probabilities. Backward, in blocks of at most :data:`CHUNK_ELEMENTS` scores (a batch
-    element, a group of heads, a range of query rows): recompute ``P = exp(S - lse)`` and ``dP = dO V^T``,
-    then ``dS = P * (dP - rowsum(dO * O))``, ``dq = dS K / sqrt(d)``, ``dk = dS^T Q / sqrt(d)``, ``dv = P^T dO``
-    and ``d_ext[m] = sum of dS over the pairs in bucket m`` (``bincount``; ``scatter_add`` per head).
+    the ``(b, h, n, n)`` probabilities; padded query rows are zeroed in place. Backward, per sentence and
+    head range (one task each), in blocks of at most :data:`CHUNK_ELEMENTS` scores: recompute
+    ``P = exp(S - lse)`` and ``dP = dO V^T`` (``-lse`` and ``-rowsum(dO * O)`` ride along as an extra column
+    of the two matmuls), then ``dS = P * (dP - rowsum(dO * O))``, ``dq = dS K / sqrt(d)``,
+    ``dk = dS^T Q / sqrt(d)``, ``dv = P^T dO`` and ``d_ext[m] = sum of dS over the pairs in bucket m``
+    (``scatter_add``). Extra memory: the bias in the forward, a few blocks per thread in the backward.
+
+    With :data:`PARALLEL_BLOCKS`, the tasks run on ``torch.get_num_threads()`` Python threads while the
+    process-wide torch thread count is set to 1 (restored afterwards): do not run other torch work in other
+    threads of the process during this backward, or set ``PARALLEL_BLOCKS = False``.
 
     Args (of ``apply``): q, k, v ``(b, h, n, d)`` float32/float64; ext ``(K + 2)`` or ``(h, K + 2)`` from
     :func:`extend_table` (its gradient is returned for the whole extended table); index ``(b, n, n)`` from
-    :func:`bucket_index`.
+    :func:`bucket_index`; token_mask ``(b, n)``.
     """
 
     @staticmethod
-    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ext: torch.Tensor, index: torch.Tensor):
-        bias = gather_bias(ext.detach(), index)
-        out, lse = _FLASH_CPU(q, k, v, attn_mask=bias)
-        ctx.save_for_backward(q, k, v, out, lse, ext.detach(), index)
+    def forward(ctx, q, k, v, ext, index, token_mask):
+        b, h, n, _ = q.shape
+        group = max(1, FORWARD_BIAS_ELEMENTS // (n * n * (h if ext.dim() == 2 else 1)))
+        if group >= b:
+            out, lse = _FLASH_CPU(q, k, v, attn_mask=gather_bias(ext.detach(), index))
+        else:  # the bias of a few sentences at a time, never a large (b, h, n, n)
+            out, lse = torch.empty_like(q), torch.empty(b, h, n, dtype=q.dtype)
+            for b0 in range(0, b, group):
+                part = slice(b0, min(b, b0 + group))
+                bias = gather_bias(ext.detach(), index[part])
+                out[part], lse[part] = _FLASH_CPU(q[part], k[part], v[part], attn_mask=bias)
+        out.masked_fill_(~token_mask[:, None, :, None], 0.0)
+        ctx.save_for_backward(q, k, v, out, lse, ext.detach(), index, token_mask)
         return out
 
     @staticmethod
-    def backward(ctx, grad_out: torch.Tensor):
-        q, k, v, out, lse, ext, index = ctx.saved_tensors
-        return (*_bucket_bias_backward(grad_out.contiguous(), q, k, v, out, lse, ext, index), None)
+    @once_differentiable
+    def backward(ctx, grad_out):
+        q, k, v, out, lse, ext, index, token_mask = ctx.saved_tensors
+        b, h, n, d = q.shape
+        grad_out = grad_out.contiguous()
+        neg_delta = (grad_out * out).sum(-1, keepdim=True).neg_()  # (b, h, n, 1): -rowsum(dO * O)
+        grads = tuple(torch.empty(b, h, n, d, dtype=q.dtype) for _ in range(3))  # dq, dk, dv
+        threads = torch.get_num_threads()
+        parallel = PARALLEL_BLOCKS and threads > 1
+        splits = min(h, -(-threads // b)) if parallel else 1  # head ranges per sentence, to feed every thread
+        tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
+        saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
+        if not parallel or len(tasks) == 1:
+            parts = [_backward_task(task, *saved) for task in tasks]
+        else:
+            torch.set_num_threads(1)
+            try:
+                with ThreadPoolExecutor(min(threads, len(tasks))) as pool:
+                    parts = list(pool.map(lambda task: _backward_task(task, *saved), tasks))
+            finally:
+                torch.set_num_threads(threads)
+        return (*grads, torch.stack(parts).sum(0), None, None)
 
 
-def _chunk_shape(h: int, n: int) -> tuple[int, int]:
+def _block_shape(h: int, n: int) -> tuple[int, int]:
     """(heads, query rows) per backward block so that heads * rows * n <= CHUNK_ELEMENTS (at least 1 x 1)."""
     if n * n <= CHUNK_ELEMENTS:
         return max(1, min(h, CHUNK_ELEMENTS // (n * n))), n
     return 1, max(1, CHUNK_ELEMENTS // n)
 
 
-def _bucket_bias_backward(grad_out, q, k, v, out, lse, ext, index):
-    b, h, n, d = q.shape
-    scale = d**-0.5
-    per_head = ext.dim() == 2
-    neg_delta = (grad_out * out).sum(-1, keepdim=True).neg_()  # (b, h, n, 1): -rowsum(dO * O)
-    dq, dk, dv = (torch.zeros(b, h, n, d, dtype=q.dtype) for _ in range(3))
+@torch.no_grad()  # worker threads start with grad mode on; the backward itself is not differentiable
+def _backward_task(task, grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads) -> torch.Tensor:
+    """Gradients of sentence ``bi``, heads ``h0:h1`` (written into ``grads``); returns its ``d_ext``."""
+    (bi, h0, h1), (dq, dk, dv) = task, grads
+    n, d = q.shape[-2:]
+    heads, rows = _block_shape(h1 - h0, n)
+    scale, per_head = d**-0.5, ext.dim() == 2
     d_ext = torch.zeros_like(ext)
-    heads, rows = _chunk_shape(h, n)
-    k_t, v_t = k.transpose(-1, -2), v.transpose(-1, -2)
-    for bi in range(b):
-        for r0 in range(0, n, rows):
-            r1 = min(n, r0 + rows)
-            ids = index[bi, r0:r1].to(torch.int32)  # (r, n)
-            shared = None if per_head else ext[ids].unsqueeze(0)  # (1, r, n)
-            head_sum = None if per_head else torch.zeros(r1 - r0, n, dtype=q.dtype)
-            for h0 in range(0, h, heads):
-                h1 = min(h, h0 + heads)
-                qc, goc = q[bi, h0:h1, r0:r1], grad_out[bi, h0:h1, r0:r1]
-                bias = ext[h0:h1][:, ids] if per_head else shared
-                p = torch.baddbmm(bias, qc, k_t[bi, h0:h1], alpha=scale)  # scores (g, r, n)
-                p.sub_(lse[bi, h0:h1, r0:r1, None]).exp_()  # probabilities
-                ds = torch.baddbmm(neg_delta[bi, h0:h1, r0:r1], goc, v_t[bi, h0:h1]).mul_(p)
-                if per_head:
-                    flat = ids.reshape(1, -1).long().expand(h1 - h0, -1)
-                    d_ext[h0:h1].scatter_add_(1, flat, ds.reshape(h1 - h0, -1))
-                else:
-                    head_sum += ds.sum(0)
-                dq[bi, h0:h1, r0:r1].baddbmm_(ds, k[bi, h0:h1], alpha=scale)
-                dk[bi, h0:h1].baddbmm_(ds.transpose(1, 2), qc, alpha=scale)
-                dv[bi, h0:h1].baddbmm_(p.transpose(1, 2), goc)
-            if not per_head:
-                d_ext += torch.bincount(ids.view(-1), weights=head_sum.view(-1), minlength=ext.shape[-1])
-    return dq, dk, dv, d_ext
+    ones = torch.ones(h1 - h0, n, 1, dtype=q.dtype)
+    k_aug = torch.cat([k[bi, h0:h1], ones], -1).transpose(1, 2)  # (g, d + 1, n): [k, 1]
+    v_aug = torch.cat([v[bi, h0:h1], ones], -1).transpose(1, 2)  # (g, d + 1, n): [v, 1]
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        ids = index[bi, r0:r1].reshape(-1).long()  # (r * n)
+        shared = None if per_head else ext.index_select(0, ids).view(1, r1 - r0, n)
+        padded = ~token_mask[bi, r0:r1, None]
+        padded = padded if bool(padded.any()) else None
+        for g0 in range(h0, h1, heads):
+            g1 = min(h1, g0 + heads)
+            qc, goc = q[bi, g0:g1, r0:r1], grad_out[bi, g0:g1, r0:r1]
+            if padded is not None:
+                goc = goc.masked_fill(padded, 0.0)  # the output rows of padded queries are constant zeros
+            bias = ext[g0:g1].index_select(1, ids).view(g1 - g0, r1 - r0, n) if per_head else shared
+            q_aug = torch.cat([qc * scale, -lse[bi, g0:g1, r0:r1, None]], -1)  # [q / sqrt(d), -lse]
+            p = torch.baddbmm(bias, q_aug, k_aug[g0 - h0:g1 - h0]).exp_()  # P = exp(S - lse)
+            dp_aug = torch.cat([goc, neg_delta[bi, g0:g1, r0:r1]], -1)  # [dO, -rowsum(dO * O)]
+            ds = torch.bmm(dp_aug, v_aug[g0 - h0:g1 - h0]).mul_(p)  # dS = P * (dP - rowsum(dO * O))
+            if per_head:
+                d_ext[g0:g1].scatter_add_(1, ids.expand(g1 - g0, -1), ds.view(g1 - g0, -1))
+            else:
+                d_ext.scatter_add_(0, ids, ds.sum(0).view(-1))
+            beta = 0.0 if r0 == 0 else 1.0
+            dq[bi, g0:g1, r0:r1].baddbmm_(ds, k[bi, g0:g1], beta=0.0, alpha=scale)
+            dk[bi, g0:g1].baddbmm_(ds.transpose(1, 2), qc, beta=beta, alpha=scale)
+            dv[bi, g0:g1].baddbmm_(p.transpose(1, 2), goc, beta=beta)
+    return d_ext
 
 
 def bucket_bias_attention(
@@ -206,32 +286,33 @@ def bucket_bias_attention(
     v: torch.Tensor,
     table: torch.Tensor,
     index: torch.Tensor,
+    token_mask: torch.Tensor,
     backend: str = "sdpa",
 ) -> torch.Tensor:
-    """``softmax(q k^T / sqrt(d) + table[index]) v`` with padded keys masked (fused paths).
+    """``softmax(q k^T / sqrt(d) + table[index]) v`` over real keys; padded query rows are zero.
 
     ``backend="sdpa"``: a table that needs a gradient goes through :class:`BucketBiasSDPA` on CPU, through SDPA
     with a float mask on other devices (CUDA's memory-efficient kernel returns the bias gradient); a table
-    without gradient is a plain SDPA float mask. Half inputs are computed in float32 on CPU. ``backend="flex"``:
-    :func:`flex_bucket_bias`. Padded query rows are not zeroed here (see :func:`zero_padded_queries`).
+    without gradient is a plain SDPA float mask. Half inputs are computed in float32 on CPU (the output is
+    cast back). ``backend="flex"``: :func:`flex_bucket_bias`.
 
     Shapes:
-        q, k, v ``(b, h, n, d)``; table ``(K)`` or ``(h, K)``; index ``(b, n, n)`` from :func:`bucket_index`.
+        q, k, v ``(b, h, n, d)``; table ``(K)`` or ``(h, K)``; index ``(b, n, n)`` from :func:`bucket_index`;
+        token_mask ``(b, n)``.
     """
-    if backend == "flex":
-        return flex_bucket_bias(q, k, v, table, index)
-    if backend != "sdpa":
+    if backend not in ("sdpa", "flex"):
         raise ValueError(f"bucket_bias_attention: backend must be 'sdpa' or 'flex', got {backend!r}")
     dtype = q.dtype
+    if backend == "flex":
+        return zero_padded_queries(flex_bucket_bias(q, k, v, table, index), token_mask)
     if q.device.type == "cpu":
         cd = compute_dtype(dtype)
         q, k, v = q.to(cd), k.to(cd), v.to(cd)
     ext = extend_table(table, mask_value(q.dtype), q.dtype)
     if q.device.type == "cpu" and _FLASH_CPU is not None and torch.is_grad_enabled() and ext.requires_grad:
-        out = BucketBiasSDPA.apply(q, k, v, ext, index)
-    else:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index))
-    return out.to(dtype)
+        return BucketBiasSDPA.apply(q, k, v, ext, index, token_mask).to(dtype)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index))
+    return zero_padded_queries(out, token_mask).to(dtype)
 
 
 _FLEX = None

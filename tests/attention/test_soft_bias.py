@@ -18,6 +18,14 @@ from tests.reference.soft_bias import reference_bucket, soft_bias_reference
 TOL = {"atol": 1e-9, "rtol": 1e-7}
 
 
+@pytest.fixture
+def torch_threads():
+    """Set torch's thread count for one test (``None``: leave it); restored afterwards."""
+    before = torch.get_num_threads()
+    yield lambda count: count is not None and torch.set_num_threads(count)
+    torch.set_num_threads(before)
+
+
 def assert_matches_reference(module, structure, generator):
     q, k, v = random_qkv(B, H, structure.num_tokens, D, generator)
     out = module(q, k, v, structure)
@@ -138,23 +146,32 @@ def test_unreachable_bucket_is_not_padding(generator):
 
 @pytest.mark.parametrize("per_head", [False, True])
 @pytest.mark.parametrize("chunk_elements", [fn.CHUNK_ELEMENTS, 40, 3])
-def test_custom_backward_equals_naive_autograd(per_head, chunk_elements, generator, monkeypatch):
-    """BucketBiasSDPA (fused forward, chunked backward: whole heads, head groups, row blocks) == autograd."""
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("threads", [None, 3])
+def test_custom_backward_equals_naive_autograd(per_head, chunk_elements, parallel, threads, generator, monkeypatch, torch_threads):
+    """BucketBiasSDPA (fused forward, chunked backward: whole heads, head groups, row blocks; tasks on worker
+    threads, 3 threads for 2 sentences splitting the heads, or in sequence) == autograd of the eager path,
+    padded query rows included (constant zeros)."""
+    torch_threads(threads)
     monkeypatch.setattr(fn, "CHUNK_ELEMENTS", chunk_elements)
+    monkeypatch.setattr(fn, "FORWARD_BIAS_ELEMENTS", chunk_elements)  # small: the forward goes sentence by sentence
+    monkeypatch.setattr(fn, "PARALLEL_BLOCKS", parallel)
     structure = dependency_structure([9, 6], generator, forests=True)
     q, k, v = random_qkv(B, H, 9, D, generator)
     table = torch.randn((H, 7) if per_head else (7,), generator=generator, dtype=torch.float64, requires_grad=True)
     index = fn.bucket_index(structure.distance, structure.token_mask, [0, 1, 2, 3, 4, 5])
-    out = fn.bucket_bias_attention(q, k, v, table, index)
-    assert "BucketBiasSDPA" in type(out.grad_fn).__name__ or _graph_has(out, "BucketBiasSDPA")
+    thread_count = torch.get_num_threads()
+    out = fn.bucket_bias_attention(q, k, v, table, index, structure.token_mask)
+    assert _graph_has(out, "BucketBiasSDPA")
     ext = fn.extend_table(table, fn.mask_value(torch.float64), torch.float64)
-    allowed = structure.token_mask[:, None, None, :]
+    allowed = (structure.token_mask[:, :, None] & structure.token_mask[:, None, :])[:, None]
     want, _ = fn.naive_attention(q, k, v, bias=fn.gather_bias(ext, index), allowed=allowed)
-    real = structure.token_mask[:, None, :, None]
-    torch.testing.assert_close(out * real, want * real, **TOL)
-    grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype) * real
-    for got, ref in zip(torch.autograd.grad(out, [q, k, v, table], grad_out), torch.autograd.grad(want, [q, k, v, table], grad_out)):
-        torch.testing.assert_close(got, ref, **TOL)
+    torch.testing.assert_close(out, want, **TOL)
+    grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
+    got = torch.autograd.grad(out, [q, k, v, table], grad_out)
+    assert torch.get_num_threads() == thread_count, "the backward must restore the thread count"
+    for g, ref in zip(got, torch.autograd.grad(want, [q, k, v, table], grad_out)):
+        torch.testing.assert_close(g, ref, **TOL)
 
 
 @pytest.mark.parametrize("per_head", [False, True])
@@ -164,7 +181,7 @@ def test_custom_backward_gradcheck(per_head, generator):
     distance = torch.tensor([[0, 1, 2, -1], [1, 0, 1, -1], [2, 1, 0, -1], [-1, -1, -1, 0]], dtype=torch.int16)
     token_mask = torch.tensor([[True] * 4, [True, True, True, False]])
     index = fn.bucket_index(distance.expand(2, 4, 4), token_mask, [0, 1, 2])
-    assert torch.autograd.gradcheck(lambda *x: fn.bucket_bias_attention(*x, index), (q, k, v, table))
+    assert torch.autograd.gradcheck(lambda *x: fn.bucket_bias_attention(*x, index, token_mask), (q, k, v, table))
 
 
 def _graph_has(tensor: torch.Tensor, name: str) -> bool:
