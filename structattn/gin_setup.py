@@ -7,7 +7,7 @@ gin names (what ``.gin`` files bind)::
     training.lr / weight_decay / warmup_steps / max_steps / batch_size / clip_norm / eval_every / patience
     data.structures (name -> provider spec), data.min_freq / max_size / lowercase / subword_chars / cache
     train.task, train.attention, train.seed, train.threads                    (root of ``structattn train``)
-    compare.tasks, compare.settings, compare.seeds, compare.threads           (root of ``structattn compare``)
+    compare.tasks, compare.settings, compare.seeds, compare.threads, compare.probes (root of ``structattn compare``)
 """
 
 from __future__ import annotations
@@ -51,10 +51,12 @@ def data_options(structures: Mapping[str, str] | None = None, min_freq: int = 1,
     return dict(structures or {}), vocab, cache
 
 
-def make_setup() -> Setup:
-    """The shared run settings from the bound ``model``, ``training`` and ``data``."""
+def make_setup(probes: Sequence[str] = ()) -> Setup:
+    """The shared run settings from the bound ``model``, ``training`` and ``data`` (plus probe steps)."""
+    from structattn.experiments.probe_steps import check_probe_steps
+
     structures, vocab, cache = data_options()
-    return Setup(model_config(), training_config(), structures, vocab, cache)
+    return Setup(model_config(), training_config(), structures, vocab, cache, check_probe_steps(probes))
 
 
 @gin.configurable("train", denylist=["out_dir", "quiet", "resume", "dry_run"])
@@ -82,11 +84,12 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
 def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
-            dry_run: bool = False, plots: bool = True) -> list[dict[str, Any]] | Comparison:
+            dry_run: bool = False, plots: bool = True, probes: Sequence[str] = ()) -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
-    ``threads`` as for :func:`train`."""
+    ``threads`` as for :func:`train`; ``probes``: probe steps run after each training
+    (:mod:`structattn.experiments.probe_steps`)."""
     set_threads(threads)
-    comparison = Comparison.declare(tasks, settings, seeds, make_setup())
+    comparison = Comparison.declare(tasks, settings, seeds, make_setup(probes))
     if dry_run:
         comparison.dry_run()
         return comparison

@@ -53,7 +53,28 @@ def markdown_text(records: Sequence[dict[str, Any]]) -> str:
             name = f"**{setting}**" if means[setting] == best else setting
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(rs)} |")
         lines.append("")
+        lines += _extra_table(settings)
     return "\n".join(lines)
+
+
+#: metrics every run has, or that only the CSV lists (per-head tree-induction UUAS)
+_NOT_EXTRA = (*TABLE_METRICS, "test_loss", "majority_baseline")
+
+
+def _extra_table(settings: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Probe-step metrics (mean ± std over seeds), one column each; per-head UUAS stay in the CSV."""
+    names = [m for m in next(iter(settings.values()))[0]["metrics"]
+             if m not in _NOT_EXTRA and not m.startswith("tree_uuas_L")]
+    if not names:
+        return []
+    lines = ["| setting | " + " | ".join(m.replace("_", " ") for m in names) + " |", "|---|" + "---:|" * len(names)]
+    for setting, rs in settings.items():
+        cells = []
+        for m in names:
+            values = [r["metrics"][m] for r in rs if m in r["metrics"]]
+            cells.append("–" if not values else "{:.3f} ± {:.3f}".format(*_mean_std(values)))
+        lines.append(f"| {setting} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def write_tables(records: Sequence[dict[str, Any]], out_dir: Path, note: str = "") -> None:

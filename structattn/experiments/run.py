@@ -48,6 +48,7 @@ class Setup:
         vocab: options of :meth:`Vocab.build` (``min_freq``, ``max_size``, ``lowercase``) plus
             ``subword_chars`` (split words into pieces of that many characters; absent: word-level).
         cache_dir: a structure disk cache (``structattn.structures.cache``) to read and fill, or ``None``.
+        probes: probe-step specs run on every trained model (:mod:`structattn.experiments.probe_steps`).
     """
 
     model: EncoderConfig
@@ -55,11 +56,13 @@ class Setup:
     structures: Mapping[str, str] = field(default_factory=dict)
     vocab: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
+    probes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """What defines the results (the cache folder does not)."""
-        return {"model": self.model.to_dict(), "training": self.training.to_dict(),
-                "structures": dict(self.structures), "vocab": dict(self.vocab)}
+        out = {"model": self.model.to_dict(), "training": self.training.to_dict(),
+               "structures": dict(self.structures), "vocab": dict(self.vocab)}
+        return {**out, "probes": list(self.probes)} if self.probes else out
 
 
 @dataclass
@@ -153,6 +156,10 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
     metrics = {"test_accuracy": test["accuracy"], "dev_accuracy": result.best_metric, "test_loss": test["loss"]}
     if data.baseline is not None:
         metrics["majority_baseline"] = data.baseline
+    if setup.probes:
+        from structattn.experiments.probe_steps import run_probe_steps
+
+        metrics.update(run_probe_steps(setup.probes, model, data, view, spec.seed, context.device))
     return {**asdict(spec), "run_id": spec.run_id, "metric": data.task.metric, "metrics": metrics,
             "history": result.history, "best_step": result.best_step, "steps": result.steps,
             "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
