@@ -69,9 +69,11 @@ def global_slots(is_global: torch.Tensor | None, token_mask: torch.Tensor) -> tu
 
 def _grouped(x: torch.Tensor, lay: BandLayout, left: int, right: int, value: float | bool = 0) -> torch.Tensor:
     """``(..., n, d)`` -> ``(..., s, left + m_blocks + right, d)`` padded along the group axis."""
-    x = F.pad(x, (0, 0, 0, lay.m * lay.dilation - lay.n), value=value)
+    if lay.m * lay.dilation != lay.n:
+        x = F.pad(x, (0, 0, 0, lay.m * lay.dilation - lay.n), value=value)
     x = rearrange(x, "... (m s) d -> ... s m d", s=lay.dilation)
-    return F.pad(x, (0, 0, left, lay.blocks * lay.block - lay.m + right), value=value)
+    extra = lay.blocks * lay.block - lay.m + right
+    return F.pad(x, (0, 0, left, extra), value=value) if left or extra else x
 
 
 def _windows(x: torch.Tensor, lay: BandLayout) -> torch.Tensor:
@@ -100,39 +102,41 @@ def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor
     return torch.softmax(scores.masked_fill(~allowed, mask_value(scores.dtype)), dim=-1)
 
 
+def _with_globals(windows: torch.Tensor, glob: torch.Tensor | None) -> torch.Tensor:
+    """Window keys (or values) followed by the row's global slots: ``(b, h, s, t, W + G, d)``."""
+    if glob is None:
+        return windows
+    return torch.cat([windows, glob[:, :, None, None].expand(*windows.shape[:4], -1, -1)], dim=-2)
+
+
 def local_rows(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
     slots: tuple[torch.Tensor, torch.Tensor], lay: BandLayout,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Every query over its window keys and the global slots.
+    """Every query over its window keys and the global slots (one matmul, one softmax per block).
 
     Shapes:
         q, k, v: (b, h, n, d). Returns out (b, h, n, d) and the weights on window slots (b, h, s, t, c, W)
         and global slots (b, h, s, t, c, G) (or None when no row has a global token).
     """
     b, h, n, d = q.shape
-    scale = 1.0 / math.sqrt(d)
-    qb = rearrange(_grouped(q, lay, 0, 0), "b h s (t c) d -> b h s t c d", c=lay.block)
-    scores = torch.matmul(qb, _windows(k, lay).transpose(-1, -2)) * scale  # (b, h, s, t, c, W)
-    allowed = band_scores_allowed(token_mask, is_global, lay)
     index, valid = slots
-    width = lay.window
+    allowed = band_scores_allowed(token_mask, is_global, lay)  # (b, 1, s, t, c, W)
+    k_glob = v_glob = None
     if index.shape[1]:
         gather = index[:, None, :, None].expand(b, h, -1, d)
         k_glob, v_glob = torch.gather(k, 2, gather), torch.gather(v, 2, gather)  # (b, h, G, d)
-        glob_scores = torch.einsum("bhstcd,bhgd->bhstcg", qb, k_glob) * scale
-        scores = torch.cat([scores, glob_scores], dim=-1)
         glob_allowed = valid[:, None, None, None, None, :].expand(*allowed.shape[:-1], -1)
         allowed = torch.cat([allowed, glob_allowed], dim=-1)
-    weights = _masked_softmax(scores, allowed)
-    out = torch.matmul(weights[..., :width].to(v.dtype), _windows(v, lay))
-    glob_weights = None
-    if index.shape[1]:
-        glob_weights = weights[..., width:]
-        out = out + torch.einsum("bhstcg,bhgd->bhstcd", glob_weights.to(v.dtype), v_glob)
+    qb = rearrange(_grouped(q * d**-0.5, lay, 0, 0), "b h s (t c) d -> b h s t c d", c=lay.block)
+    scores = torch.matmul(qb, _with_globals(_windows(k, lay), k_glob).transpose(-1, -2))  # (b, h, s, t, c, W + G)
+    scores = scores.to(compute_dtype(scores.dtype)).masked_fill_(~allowed, mask_value(compute_dtype(scores.dtype)))
+    weights = torch.softmax(scores, dim=-1)
+    out = torch.matmul(weights.to(v.dtype), _with_globals(_windows(v, lay), v_glob))
     out = rearrange(out, "b h s t c d -> b h s (t c) d")[:, :, :, : lay.m]
     out = rearrange(out, "b h s m d -> b h (m s) d")[:, :, :n]
-    return out, weights[..., :width], glob_weights
+    width = lay.window
+    return out, weights[..., :width], (weights[..., width:] if index.shape[1] else None)
 
 
 def global_rows(

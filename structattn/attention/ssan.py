@@ -15,11 +15,8 @@ from einops import rearrange
 from torch import nn
 
 from structattn.attention.base import ATTENTION, StructuredAttention, key_padding, register_attention
+from structattn.attention.ssan_kernels import SelectiveAttention
 from structattn.structures.structure import Structure
-
-#: Cap on ``s_ij - m_i`` before ``exp`` for *unselected* keys (they only enter the straight-through
-#: gradient); selected keys always have ``s_ij - m_i <= 0``. ``exp(80) * n`` stays finite in float32.
-_EXP_CAP = 80.0
 
 
 class _instance_or_class_method:
@@ -160,41 +157,41 @@ class SelectiveSelfAttention(StructuredAttention):
             raise ValueError(f"ssan: hidden has width {hidden.shape[-1]}, the policy was built for d_model={self.d_model}")
         work = torch.float64 if q.dtype == torch.float64 else torch.float32
         real = key_padding(structure, b, n, q.device)  # (b, n)
-        energy, logits = self._logits(hidden, work)  # (b, h, n, n): E / tau and (E + G' - G'') / tau
-        scores = torch.matmul(q.to(work) * d**-0.5, k.to(work).transpose(-1, -2))  # (b, h, n, n)
+        energy = self._energy(hidden, work)  # (b, h, n, n): E / tau
+        noise, scratch = self._noise(energy.shape, work, q.device) if self.training else (None, None)
+        bias = None
         if self.structure_bias is not None:
             assert structure is not None
-            scores = scores + self.structure_bias.bias(structure, work)
-        weights, count = SelectiveSoftmax.apply(
-            logits, scores, real[:, None, None, :], real[:, None, :, None], self.soft, self.threshold
+            bias = self.structure_bias.bias(structure, work)
+        out, weights, selected = SelectiveAttention.apply(
+            energy, noise, scratch, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
+            real[:, None, None, :], real[:, None, :, None], self.soft, self.threshold,
         )
         pairs = real.sum(-1).square().sum() * h
-        self.last_selection_rate = count.sum().float() / pairs.clamp(min=1)
+        self.last_selection_rate = selected.float() / pairs.clamp(min=1)
         self._last_probability = self._probability(energy, real, pairs) if self.selection_penalty > 0 else None
-        out = torch.matmul(weights, v.to(work)).to(q.dtype)
-        return out, (weights.to(q.dtype) if return_weights else None)
+        return out.to(q.dtype), (weights.to(q.dtype) if return_weights else None)
 
-    def _logits(self, hidden: torch.Tensor, work: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """``E / tau`` and the logits: ``(E + G' - G'') / tau`` in training, ``E / tau`` in evaluation, with
-        ``E = (H W_Q')(H W_K')^T`` per head."""
-        b, n, _ = hidden.shape
-        # one fused projection, in float32 even for half inputs so that thresholding E is not decided by rounding
-        weight = torch.cat([self.policy_query.weight, self.policy_key.weight]).to(work)
-        both = rearrange(nn.functional.linear(hidden.to(work), weight), "b n (two h d) -> two b h n d", two=2, h=self.num_heads)
-        energy = torch.matmul(both[0] / self.temperature, both[1].transpose(-1, -2))
-        if not self.training:
-            return energy, energy
-        noise = self._gumbel_difference((b, self.num_heads, n, n), work, hidden.device)
-        return energy, torch.add(energy, noise, alpha=1.0 / self.temperature)
+    def _energy(self, hidden: torch.Tensor, work: torch.dtype) -> torch.Tensor:
+        """``E / tau`` with ``E = (H W_Q')(H W_K')^T`` per head, (b, h, n, n) in ``work`` (float32 even for half
+        inputs, so that thresholding ``E`` is not decided by rounding)."""
+        x = hidden.to(work)
+        pq, pk = (
+            rearrange(nn.functional.linear(x, proj.weight.to(work)), "b n (h d) -> b h n d", h=self.num_heads).contiguous()
+            for proj in (self.policy_query, self.policy_key)
+        )
+        return torch.matmul(pq / self.temperature, pk.transpose(-1, -2))
 
-    def _gumbel_difference(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> torch.Tensor:
-        """``G' - G''`` for two Gumbel(0, 1) draws (``G = -log(-log U)``), drawn in that order from the generator."""
+    def _noise(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(G' - G'') / tau`` for two Gumbel(0, 1) draws ``G = -log(-log U)``, drawn in that order from the
+        generator (state recorded first), and the first draw's buffer, free for reuse."""
         self.last_noise_state = self.generator.get_state()
         tiny = torch.finfo(work).tiny
         draw = functools.partial(torch.rand, shape, generator=self.generator, dtype=work, device=self.generator.device)
         log_u1, log_u2 = draw().clamp_(min=tiny).log_(), draw().clamp_(min=tiny).log_()
         # -log(-log u1) + log(-log u2) = log(log u2 / log u1)
-        return log_u2.div_(log_u1).log_().to(device)
+        noise = log_u2.div_(log_u1).log_().div_(self.temperature)
+        return noise.to(device), log_u1.to(device)
 
     def _probability(self, energy: torch.Tensor, real: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         """Mean selection probability over real pairs, from ``energy = E / tau``:
@@ -203,49 +200,3 @@ class SelectiveSelfAttention(StructuredAttention):
         prob = torch.sigmoid(self.temperature * (energy - shift))
         mask = (real[:, :, None] & real[:, None, :])[:, None]
         return (prob * mask).sum() / pairs.clamp(min=1)
-
-
-class SelectiveSoftmax(torch.autograd.Function):
-    """Selection and masked softmax in one pass, with the straight-through gradient written out.
-
-    Forward: ``p = sigmoid(z)``; ``sel = p > threshold`` (exactly 0/1) or ``sel = p`` (soft), zero on padding
-    keys; ``w = sel * exp(s - m) / sum(sel * exp(s - m))`` with ``m`` the largest selected score (exponents of
-    unselected keys, which only carry the straight-through gradient, are capped at 80). Rows of padded
-    queries and rows with nothing selected are zero.
-
-    Backward (``u = exp(s - m) / Z`` so that ``w = sel * u``; ``t = dw - sum_j w_j dw_j``):
-    ``ds = w * t`` and ``dz = u * t * p * (1 - p)`` (straight-through: ``d sel / d p = 1``). Only
-    ``w, u, p`` are kept for the backward pass, instead of a dozen ``(b, h, n, n)`` autograd buffers.
-
-    Shapes:
-        z, s: (b, h, n, n); key_real: (b, 1, 1, n); query_real: (b, 1, n, 1). Returns w (b, h, n, n) and the
-        number of keys above the threshold per query (b, h, n), as float.
-    """
-
-    @staticmethod
-    def forward(ctx, z, s, key_real, query_real, soft: bool, threshold: float):  # type: ignore[override]
-        p = torch.sigmoid(z)
-        above = (p > threshold) & key_real
-        sel = p * key_real if soft else above.to(p.dtype)
-        lowest = torch.finfo(s.dtype).min
-        m = s.masked_fill(sel == 0, lowest).amax(-1, keepdim=True)
-        m = torch.where(m > lowest, m, torch.zeros_like(m))
-        u = (s - m).clamp_(max=_EXP_CAP).exp_().masked_fill_(~key_real, 0.0)
-        w = u * sel
-        total = w.sum(-1, keepdim=True)
-        keep = (total > 0) & query_real
-        inv = torch.where(keep, 1.0 / torch.where(keep, total, torch.ones_like(total)), torch.zeros_like(total))
-        w.mul_(inv)
-        u.mul_(inv)
-        ctx.save_for_backward(w, u, p)
-        count = above.sum(-1, dtype=p.dtype) * query_real[..., 0]
-        ctx.mark_non_differentiable(count)
-        return w, count
-
-    @staticmethod
-    def backward(ctx, grad_w, _grad_count):  # type: ignore[override]
-        w, u, p = ctx.saved_tensors
-        t = grad_w - (grad_w * w).sum(-1, keepdim=True)
-        grad_s = w * t
-        grad_z = t.mul_(u).mul_(p).mul_(1.0 - p)
-        return grad_z, grad_s, None, None, None, None

@@ -274,3 +274,52 @@ def test_works_without_structure():
     out = module(q, k, v, None, hidden=hidden)
     ref_out, _ = ssan_reference(module, q, k, v, None, hidden)
     torch.testing.assert_close(out, ref_out)
+
+
+def test_gradients_through_returned_weights_and_retained_graph():
+    module = build().train()
+    structure, q, k, v, hidden = inputs(11)
+    out, weights = module(q, k, v, structure, hidden=hidden, return_weights=True)
+    ref_out, ref_weights = ssan_reference(module, q, k, v, structure.token_mask, hidden)
+    probe_out, probe_w = torch.randn_like(out), torch.randn_like(weights)
+    leaves = [q, k, v, hidden, *module.parameters()]
+    loss = (out * probe_out).sum() + (weights * probe_w).sum()
+    first = torch.autograd.grad(loss, leaves, retain_graph=True)
+    second = torch.autograd.grad(loss, leaves)
+    want = torch.autograd.grad((ref_out * probe_out).sum() + (ref_weights * probe_w).sum(), leaves)
+    for a, b_, w in zip(first, second, want):
+        torch.testing.assert_close(a, w)
+        torch.testing.assert_close(b_, w)
+
+
+def test_underflowing_selection_falls_back_to_the_selected_maximum():
+    """float32: the only unselected key scores 300 above the selected ones, so exp(s - max) underflows."""
+    from structattn.attention.ssan_kernels import SelectiveAttention
+
+    g = torch.Generator().manual_seed(12)
+    b, h, n, d = 1, 2, 6, 4
+    energy = torch.full((b, h, n, n), 10.0, dtype=torch.float64)
+    energy[..., 0] = -10.0  # key 0 never selected
+    q = torch.randn(b, h, n, d, generator=g, dtype=torch.float64)
+    k = torch.randn(b, h, n, d, generator=g, dtype=torch.float64)
+    v = torch.randn(b, h, n, d, generator=g, dtype=torch.float64)
+    q[..., 0] = 10.0
+    k[..., 0, :] = 0.0
+    k[..., 0, 0] = 30.0  # s_i0 = 300 for every query
+    real_k, real_q = torch.ones(b, 1, 1, n, dtype=torch.bool), torch.ones(b, 1, n, 1, dtype=torch.bool)
+    results = {}
+    for dtype in (torch.float32, torch.float64):
+        leaves = [t.to(dtype).requires_grad_() for t in (energy, q, k, v)]
+        out, w, _ = SelectiveAttention.apply(leaves[0], None, None, *leaves[1:], None, real_k, real_q, False, 0.5)
+        grads = torch.autograd.grad((out * torch.arange(out.numel()).reshape(out.shape).sin()).sum(), leaves)
+        results[dtype] = (out, w, grads)
+    out32, w32, g32 = results[torch.float32]
+    out64, w64, g64 = results[torch.float64]
+    assert torch.isfinite(out32).all() and w32[..., 0].abs().max() == 0
+    torch.testing.assert_close(w32.double(), w64, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out32.double(), out64, rtol=1e-5, atol=1e-6)
+    for a, e in zip(g32[1:], g64[1:]):  # q, k, v
+        torch.testing.assert_close(a.double(), e, rtol=1e-4, atol=1e-5)
+    # the policy gradient of the selected keys is exact; the unselected key's is finite (capped at exp(80))
+    torch.testing.assert_close(g32[0][..., 1:].double(), g64[0][..., 1:], rtol=1e-4, atol=1e-5)
+    assert torch.isfinite(g32[0]).all()
