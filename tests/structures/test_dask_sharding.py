@@ -50,7 +50,8 @@ def test_merged_output_equals_single_process(client, annotator, texts, tmp_path)
 
 def test_shared_cache_makes_a_rerun_parse_nothing(client, texts, tmp_path):
     cache = tmp_path / "cache"
-    first = parse_sharded_dask(client, SpacyAnnotator(), texts, tmp_path / "a.conllu", num_shards=3, cache_dir=cache)
+    first = parse_sharded_dask(client, SpacyAnnotator(), texts, tmp_path / "a.conllu", cache_dir=cache)
+    assert len(first) == 2  # default: one shard per worker
     again = parse_sharded_dask(client, SpacyAnnotator(), texts, tmp_path / "b.conllu", num_shards=3, cache_dir=cache)
     assert sum(r.cache_misses for r in first) == len(texts) and sum(r.cache_hits for r in first) == 0
     assert sum(r.cache_hits for r in again) == len(texts) and sum(r.cache_misses for r in again) == 0

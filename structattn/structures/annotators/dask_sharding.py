@@ -87,8 +87,7 @@ def parse_sharded_dask(
     ranges = split_ranges(len(texts), num_shards or max(workers, 1))
     cache = None if cache_dir is None else str(cache_dir)
     futures = [client.submit(parse_shard_task, annotator, cache, [texts[i] for i in r], [ids[i] for i in r],
-                             str(shard_path(out, k)), key=f"structattn-parse-{Path(out).name}-{k}-{id(ranges)}",
-                             pure=False)
+                             str(shard_path(out, k)), pure=False)  # pure=False: a fresh key per shard and call
                for k, r in enumerate(ranges)]
     index = {f.key: k for k, f in enumerate(futures)}
     results: list[ShardResult | None] = [None] * len(ranges)
