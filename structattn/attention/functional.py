@@ -10,18 +10,21 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim, K buckets.
 - :func:`bucket_index` / :func:`gather_bias` / :func:`bucket_bias_attention`: attention with an additive
   per-bucket bias ``table[bucket(i, j)]`` (``soft_bias``, ``fixed_decay``). On CPU a learnable table goes
   through :class:`BucketBiasSDPA` (fused forward, chunked exact backward); see :func:`bucket_bias_attention`.
+- :func:`per_sentence`: per-sentence loops of small ops on worker threads with single-threaded kernels.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def mask_value(dtype: torch.dtype) -> float:
@@ -32,6 +35,32 @@ def mask_value(dtype: torch.dtype) -> float:
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """Softmax dtype: float32 for float16/bfloat16 inputs, else the input dtype (float32 / float64)."""
     return torch.float32 if dtype in HALF_TYPES else dtype
+
+
+#: Run per-sentence loops (bucketing, bias gathering, the backward tasks of :class:`BucketBiasSDPA`) on
+#: ``torch.get_num_threads()`` Python threads with single-threaded torch ops (see :func:`per_sentence`).
+PARALLEL_BLOCKS = True
+
+
+def per_sentence(fn: Callable[[T], R], items: Iterable[T], device: torch.device) -> list[R]:
+    """``[fn(x) for x in items]``; on CPU (with :data:`PARALLEL_BLOCKS`) spread over
+    ``torch.get_num_threads()`` Python threads while the process-wide torch thread count is 1 (restored after).
+
+    Loops of small tensor ops with multi-threaded kernels pay an OpenMP barrier per op, which on a busy
+    machine made them 5-10x slower; single-threaded ops on worker threads (torch releases the GIL) avoid it.
+    Do not run torch work in other threads of the process meanwhile. ``fn`` runs with grad mode on in the
+    workers: decorate it with ``torch.no_grad()`` where needed.
+    """
+    items = list(items)
+    threads = torch.get_num_threads()
+    if not PARALLEL_BLOCKS or device.type != "cpu" or threads == 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(min(threads, len(items))) as pool:
+            return list(pool.map(fn, items))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def zero_padded_queries(x: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
@@ -121,9 +150,13 @@ def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: 
     lut[0] = num_buckets - 1
     lut = lut.to(device=distance.device, dtype=dtype)
     index = torch.empty(distance.shape, dtype=dtype, device=distance.device)
-    for bi in range(distance.shape[0]):
+
+    @torch.no_grad()
+    def fill(bi: int) -> None:
         offset = distance[bi].clamp(-1, top).add_(1).reshape(-1).long()
         torch.index_select(lut, 0, offset, out=index[bi].view(-1))
+
+    per_sentence(fill, range(distance.shape[0]), distance.device)
     if distance.device.type != "cpu" or not bool(token_mask.all()):
         index.masked_fill_(~token_mask[:, :, None], num_buckets + 1)
         index.masked_fill_(~token_mask[:, None, :], num_buckets)
@@ -156,9 +189,13 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
             return ext.index_select(0, flat).view(b, 1, n, m)
         return ext.index_select(1, flat).view(-1, b, n, m).transpose(0, 1)
     bias = torch.empty(b, ext.shape[0] if ext.dim() == 2 else 1, n * m, dtype=ext.dtype, device=ext.device)
-    for bi in range(b):
-        flat = index[bi].reshape(-1).long()
-        torch.index_select(ext.view(-1, ext.shape[-1]), 1, flat, out=bias[bi])
+    rows = ext.detach().view(-1, ext.shape[-1])
+
+    @torch.no_grad()
+    def fill(bi: int) -> None:
+        torch.index_select(rows, 1, index[bi].reshape(-1).long(), out=bias[bi])
+
+    per_sentence(fill, range(b), ext.device)
     return bias.view(b, -1, n, m)
 
 
@@ -168,12 +205,6 @@ _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cp
 CHUNK_ELEMENTS = 1 << 19
 #: Bias elements materialised at once by :class:`BucketBiasSDPA`'s forward (8 MiB in float32).
 FORWARD_BIAS_ELEMENTS = 1 << 21
-#: Run the backward tasks on ``torch.get_num_threads()`` Python threads, each op single-threaded (``False``:
-#: one task after the other, each op multi-threaded). Threads keep the many small ops free of OpenMP
-#: barriers, which made the backward 2-3x slower on a busy machine.
-PARALLEL_BLOCKS = True
-
-
 class BucketBiasSDPA(torch.autograd.Function):
     """``softmax(q k^T / sqrt(d) + ext[index]) v`` with the gradient of the bucket table, on CPU.
 
@@ -185,9 +216,7 @@ class BucketBiasSDPA(torch.autograd.Function):
     ``dk = dS^T Q / sqrt(d)``, ``dv = P^T dO`` and ``d_ext[m] = sum of dS over the pairs in bucket m``
     (``scatter_add``). Extra memory: the bias in the forward, a few blocks per thread in the backward.
 
-    With :data:`PARALLEL_BLOCKS`, the tasks run on ``torch.get_num_threads()`` Python threads while the
-    process-wide torch thread count is set to 1 (restored afterwards): do not run other torch work in other
-    threads of the process during this backward, or set ``PARALLEL_BLOCKS = False``.
+    The tasks run through :func:`per_sentence` (worker threads, single-threaded ops).
 
     Args (of ``apply``): q, k, v ``(b, h, n, d)`` float32/float64; ext ``(K + 2)`` or ``(h, K + 2)`` from
     :func:`extend_table` (its gradient is returned for the whole extended table); index ``(b, n, n)`` from
@@ -215,23 +244,13 @@ class BucketBiasSDPA(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, out, lse, ext, index, token_mask = ctx.saved_tensors
         b, h, n, d = q.shape
-        grad_out = grad_out.contiguous()
         neg_delta = (grad_out * out).sum(-1, keepdim=True).neg_()  # (b, h, n, 1): -rowsum(dO * O)
         grads = tuple(torch.empty(b, h, n, d, dtype=q.dtype) for _ in range(3))  # dq, dk, dv
-        threads = torch.get_num_threads()
-        parallel = PARALLEL_BLOCKS and threads > 1
-        splits = min(h, -(-threads // b)) if parallel else 1  # head ranges per sentence, to feed every thread
+        threads = torch.get_num_threads() if PARALLEL_BLOCKS else 1
+        splits = min(h, -(-threads // b))  # head ranges per sentence, so that every thread gets work
         tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
-        if not parallel or len(tasks) == 1:
-            parts = [_backward_task(task, *saved) for task in tasks]
-        else:
-            torch.set_num_threads(1)
-            try:
-                with ThreadPoolExecutor(min(threads, len(tasks))) as pool:
-                    parts = list(pool.map(lambda task: _backward_task(task, *saved), tasks))
-            finally:
-                torch.set_num_threads(threads)
+        parts = per_sentence(lambda task: _backward_task(task, *saved), tasks, q.device)
         return (*grads, torch.stack(parts).sum(0), None, None)
 
 

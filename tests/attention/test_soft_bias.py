@@ -184,6 +184,21 @@ def test_custom_backward_gradcheck(per_head, generator):
     assert torch.autograd.gradcheck(lambda *x: fn.bucket_bias_attention(*x, index, token_mask), (q, k, v, table))
 
 
+def test_per_sentence_restores_the_thread_count_after_an_error(torch_threads):
+    torch_threads(2)
+
+    def work(x: int) -> int:
+        assert torch.get_num_threads() == 1, "workers run single-threaded torch ops"
+        if x == 3:
+            raise KeyError("boom")
+        return x * 2
+
+    assert fn.per_sentence(work, [0, 1, 2], torch.device("cpu")) == [0, 2, 4]
+    with pytest.raises(KeyError):
+        fn.per_sentence(work, range(5), torch.device("cpu"))
+    assert torch.get_num_threads() == 2
+
+
 def _graph_has(tensor: torch.Tensor, name: str) -> bool:
     seen, stack = set(), [tensor.grad_fn]
     while stack:
