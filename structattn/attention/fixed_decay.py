@@ -38,7 +38,9 @@ class FixedDecayAttention(StructuredAttention):
     ) -> None:
         super().__init__(num_heads, head_dim)
         if alpha < 0 or max_distance < 1:
-            raise ValueError(f"fixed_decay: need alpha >= 0 and max_distance >= 1, got alpha={alpha}, max_distance={max_distance}")
+            raise ValueError(
+                f"fixed_decay: need alpha >= 0 and max_distance >= 1, got alpha={alpha}, max_distance={max_distance}"
+            )
         if backend not in BACKENDS:
             raise ValueError(f"fixed_decay: backend must be one of {BACKENDS}, got {backend!r}")
         self.max_distance, self.backend = max_distance, backend

@@ -15,8 +15,9 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim, K buckets.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -41,7 +41,9 @@ class HardMaskAttention(StructuredAttention):
         heads = list(range(num_heads)) if masked_heads is None else [int(x) for x in masked_heads]
         bad = [x for x in heads if not 0 <= x < num_heads]
         if bad or len(set(heads)) != len(heads):
-            raise ValueError(f"hard_mask: masked_heads {heads} must be distinct head indices in [0, {num_heads}); bad: {bad}")
+            raise ValueError(
+                f"hard_mask: masked_heads {heads} must be distinct head indices in [0, {num_heads}); bad: {bad}"
+            )
         self.radius = radius
         is_masked = torch.zeros(num_heads, dtype=torch.bool)
         is_masked[heads] = True

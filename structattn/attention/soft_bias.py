@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import torch
 from torch import nn
 
@@ -12,7 +14,9 @@ from structattn.structures.structure import Structure
 BACKENDS = ("sdpa", "flex", "naive")
 
 
-def bucket_edges(max_distance: int, log_buckets_from: int | None = None, num_log_buckets: int | None = None) -> list[int]:
+def bucket_edges(
+    max_distance: int, log_buckets_from: int | None = None, num_log_buckets: int | None = None
+) -> list[int]:
     """Lower edges of the distance buckets (the last bucket is open-ended: ``>= max_distance``).
 
     Linear: ``[0, 1, ..., max_distance]``. Log: exact buckets ``0 .. T - 1`` (``T = log_buckets_from``), then
@@ -35,7 +39,7 @@ def bucket_edges(max_distance: int, log_buckets_from: int | None = None, num_log
     ratio = max_distance / log_buckets_from
     starts = [round(log_buckets_from * ratio ** (m / num_log_buckets)) for m in range(num_log_buckets)]
     edges = list(range(log_buckets_from)) + starts + [max_distance]
-    if any(a >= b for a, b in zip(edges, edges[1:])):
+    if any(a >= b for a, b in pairwise(edges)):
         raise ValueError(
             f"soft_bias: log_buckets_from={log_buckets_from}, num_log_buckets={num_log_buckets}, "
             f"max_distance={max_distance} give empty buckets (edges {edges}); use fewer log buckets"
@@ -94,7 +98,7 @@ class SoftBiasAttention(StructuredAttention):
     def bucket_labels(self) -> list[str]:
         """One label per bucket, e.g. ``["0", "1", ..., ">=10", "unreachable"]`` (ranges as ``"8-15"``)."""
         edges = self.lower_edges
-        labels = [str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in zip(edges, edges[1:])]
+        labels = [str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in pairwise(edges)]
         return labels + [f">={edges[-1]}", "unreachable"]
 
     def bucket_index(self, structure: Structure, batch_size: int, device: torch.device) -> torch.Tensor:

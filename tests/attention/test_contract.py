@@ -15,7 +15,7 @@ import torch
 from structattn.attention import attention_names
 from structattn.structures import FIELDS, Structure
 from tests.attention.cases import fill_padding, load_case, pad_structure, random_qkv
-from tests.attention.conftest import B, D, H, LENGTHS, N
+from tests.attention.conftest import LENGTHS, B, D, H, N
 
 NAMES = attention_names()
 TOL = {"atol": 1e-9, "rtol": 1e-7}
@@ -147,7 +147,8 @@ def test_reversal_equivariance_of_window_structures(case, generator):
     if structure.is_global is not None:
         flip["is_global"] = structure.is_global.flip(-1)
     out = call(module, q, k, v, structure, hidden)
-    out_r = call(module, q.flip(2), k.flip(2), v.flip(2), replace(structure, **flip), None if hidden is None else hidden.flip(1))
+    hidden_r = None if hidden is None else hidden.flip(1)
+    out_r = call(module, q.flip(2), k.flip(2), v.flip(2), replace(structure, **flip), hidden_r)
     torch.testing.assert_close(out_r, out.flip(2), **TOL)
 
 

@@ -28,8 +28,9 @@ def test_matches_reference_beyond_max_distance_and_unreachable(generator):
     assert int(structure.distance.max()) == 5 and bool((structure.distance[0, :6, 6:] == -1).all())
     module = get_attention("fixed_decay", num_heads=H, head_dim=D, alpha=0.8, max_distance=3).double()
     q, k, v = random_qkv(B, H, 10, D, generator)
-    out, weights = module(q, k, v, structure, return_weights=True)
-    want, want_weights = fixed_decay_reference(float(module.alpha), 3, q, k, v, structure.distance, structure.token_mask)
+    _, weights = module(q, k, v, structure, return_weights=True)
+    alpha = float(module.alpha)
+    want, want_weights = fixed_decay_reference(alpha, 3, q, k, v, structure.distance, structure.token_mask)
     torch.testing.assert_close(module(q, k, v, structure), want, **TOL)
     torch.testing.assert_close(weights, want_weights, **TOL)
     grads = torch.autograd.grad(module(q, k, v, structure).sum(), [q, k, v])
@@ -59,7 +60,8 @@ def test_bfloat16_against_float64(generator):
     module = get_attention("fixed_decay", num_heads=H, head_dim=D, alpha=0.6)
     out = module(q, k, v, structure)
     assert out.dtype == torch.bfloat16
-    want, _ = fixed_decay_reference(0.6, 10, *(x.detach().double() for x in (q, k, v)), structure.distance, structure.token_mask)
+    wide = [x.detach().double() for x in (q, k, v)]
+    want, _ = fixed_decay_reference(0.6, 10, *wide, structure.distance, structure.token_mask)
     torch.testing.assert_close(out.double(), want, atol=3e-2, rtol=3e-2)
 
 

@@ -45,7 +45,8 @@ def test_default_buckets_and_labels():
 
 
 def test_log_bucket_labels():
-    module = get_attention("soft_bias", num_heads=H, head_dim=D, max_distance=128, log_buckets_from=8, num_log_buckets=4)
+    options = {"max_distance": 128, "log_buckets_from": 8, "num_log_buckets": 4}
+    module = get_attention("soft_bias", num_heads=H, head_dim=D, **options)
     labels = [str(x) for x in range(8)] + ["8-15", "16-31", "32-63", "64-127", ">=128", "unreachable"]
     assert module.bucket_labels() == labels and module.table.shape == (len(labels),)
 
@@ -68,13 +69,21 @@ def test_bucket_index_codes_padding_apart_from_unreachable():
     assert index.tolist() == [[[0, 3, 4], [3, 0, 4], [5, 5, 4]]]
 
 
-@pytest.mark.parametrize("options", [{"log_buckets_from": 4}, {"max_distance": 0}, {"max_distance": 5, "log_buckets_from": 4, "num_log_buckets": 3}, {"backend": "triton"}])
+@pytest.mark.parametrize(
+    "options",
+    [{"log_buckets_from": 4}, {"max_distance": 0}, {"max_distance": 5, "log_buckets_from": 4, "num_log_buckets": 3},
+     {"backend": "triton"}],
+)
 def test_bad_options_rejected(options):
     with pytest.raises(ValueError, match="soft_bias"):
         get_attention("soft_bias", num_heads=H, head_dim=D, **options)
 
 
-@pytest.mark.parametrize("options", [{}, {"per_head": True}, {"learnable_scale": True}, {"max_distance": 4, "log_buckets_from": 2, "num_log_buckets": 1}])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"per_head": True}, {"learnable_scale": True},
+     {"max_distance": 4, "log_buckets_from": 2, "num_log_buckets": 1}],
+)
 def test_untrained_module_equals_full(options, generator):
     structure = dependency_structure([7, 5], generator, forests=True)
     q, k, v = random_qkv(B, H, 7, D, generator, torch.float32)
@@ -148,7 +157,9 @@ def test_unreachable_bucket_is_not_padding(generator):
 @pytest.mark.parametrize("chunk_elements", [fn.CHUNK_ELEMENTS, 40, 3])
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("threads", [None, 3])
-def test_custom_backward_equals_naive_autograd(per_head, chunk_elements, parallel, threads, generator, monkeypatch, torch_threads):
+def test_custom_backward_equals_naive_autograd(
+    per_head, chunk_elements, parallel, threads, generator, monkeypatch, torch_threads
+):
     """BucketBiasSDPA (fused forward, chunked backward: whole heads, head groups, row blocks; tasks on worker
     threads, 3 threads for 2 sentences splitting the heads, or in sequence) == autograd of the eager path,
     padded query rows included (constant zeros)."""
@@ -263,7 +274,7 @@ def test_flex_cpu_forward_matches_sdpa(generator):
     try:
         with torch.no_grad():
             got = flex(q, k, v, structure)
-    except Exception as err:  # compile toolchain problems only: report them, do not hide them
+    except (RuntimeError, OSError, ImportError, NotImplementedError) as err:  # toolchain problems: reported
         pytest.xfail(f"FlexAttention CPU forward could not run here: {type(err).__name__}: {str(err)[:300]}")
     torch.testing.assert_close(got, fast(q, k, v, structure).detach(), atol=1e-5, rtol=1e-5)
 

@@ -8,7 +8,9 @@ import torch
 from tests.reference.full import attention_per_query
 
 
-def hard_mask_reference(radius: int, masked_heads: list[int], q, k, v, distance: torch.Tensor, token_mask: torch.Tensor):
+def hard_mask_reference(
+    radius: int, masked_heads: list[int], q, k, v, distance: torch.Tensor, token_mask: torch.Tensor
+):
     """distance ``(b, n, n)``, token_mask ``(b, n)``."""
     b, h, n, _ = q.shape
     allowed = torch.zeros(b, h, n, n, dtype=torch.bool)

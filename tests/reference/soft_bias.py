@@ -42,7 +42,8 @@ def soft_bias_reference(module, q, k, v, distance: torch.Tensor, token_mask: tor
                     if not (token_mask[bi, i] and token_mask[bi, j]):
                         rows.append(zero)
                         continue
-                    m = reference_bucket(int(distance[bi, i, j]), module.max_distance, module.log_buckets_from, module.num_log_buckets)
+                    dist = int(distance[bi, i, j])
+                    m = reference_bucket(dist, module.max_distance, module.log_buckets_from, module.num_log_buckets)
                     rows.append(scale * (table[hi, m] if table.dim() == 2 else table[m]))
     bias = torch.stack(rows).reshape(b, h, n, n)
     return attention_per_query(q, k, v, real_pairs(token_mask, h), bias)
