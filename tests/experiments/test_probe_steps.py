@@ -1,0 +1,89 @@
+"""Probe steps after training: tree induction through the step (UUAS 1.0 on attention forced onto the gold
+tree), structural probes, accuracy per attractor count, step cost; metrics reach results.csv / results.md;
+a tiny model beats the majority baseline on a task with an obvious signal."""
+
+import pytest
+import torch
+
+from structattn.encoders import EncoderConfig
+from structattn.experiments import Comparison, RunSpec, Setup, execute, make_providers, make_task, prepare_data, run_comparison
+from structattn.experiments.probe_steps import check_probe_steps, make_probe_step, run_probe_steps
+from structattn.training import TrainConfig
+
+MODEL = EncoderConfig(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, dropout=0.0)
+SHORT = TrainConfig(lr=3e-3, warmup_steps=2, max_steps=4, batch_size=8, eval_every=2, patience=0)
+AGREEMENT = "agreement(attractors=[0, 1], train=24, dev=8, test=16)"
+
+
+def test_tree_induction_on_attention_forced_onto_the_gold_tree_scores_one(tmp_path):
+    """hard_mask(dependency) lets a word attend only to itself and its tree neighbours, so every head's
+    symmetrised attention is positive exactly on the gold edges and its spanning tree is the gold tree."""
+    setup = Setup(MODEL, SHORT, probes=("tree_induction(max_items=12)",))
+    comparison = Comparison.declare(["depth_tagging(limit=40)"], ["hard_mask(dependency)", "full"], [0], setup)
+    records = run_comparison(comparison, tmp_path, quiet=True, plots=False)
+    forced, free = (r["metrics"] for r in records)
+    per_head = {k: v for k, v in forced.items() if k.startswith("tree_uuas_L")}
+    assert sorted(per_head) == [f"tree_uuas_L{l}H{h}" for l in range(2) for h in range(2)]
+    assert all(v == pytest.approx(1.0) for v in per_head.values())
+    assert forced["tree_uuas_best"] == pytest.approx(1.0)
+    assert 0 < forced["tree_uuas_random"] < 0.5 and 0 < forced["tree_uuas_right_branching"] < 1
+    assert free["tree_uuas_best"] < 1.0  # an untrained full-attention model does not find the tree
+    csv = (tmp_path / "results.csv").read_text()
+    assert "tree_uuas_L1H1" in csv and "tree_uuas_random" in csv
+    assert "tree uuas best" in (tmp_path / "results.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.set_num_threads(1)
+    task = make_task(AGREEMENT)
+    data = prepare_data(task, make_providers(["dependency"], {}), {}, quiet=True)
+    spec = RunSpec(0, "agr", AGREEMENT, "full", "full", 0)
+    setup = Setup(MODEL, SHORT, probes=("structural_distance(epochs=2)", "structural_depth(epochs=2)",
+                                        "by_attractors", "step_cost(batch_size=4, repeats=2)"))
+    record = execute(spec, setup, data, quiet=True)
+    return record, data
+
+
+def test_structural_probe_metrics_are_scores(trained):
+    metrics = trained[0]["metrics"]
+    for key in ("dist_uuas", "dist_spearman", "depth_root_acc", "depth_spearman"):
+        assert key in metrics and -1.0 <= metrics[key] <= 1.0, key
+    assert 0 <= metrics["dist_uuas"] <= 1 and 0 <= metrics["depth_root_acc"] <= 1
+
+
+def test_accuracy_per_attractor_count_averages_to_test_accuracy(trained):
+    metrics, data = trained[0]["metrics"], trained[1]
+    counts = [x.meta["num_attractors"] for x in data.items["test"]]
+    per = {c: metrics[f"acc_attractors_{c}"] for c in (0, 1)}
+    mean = sum(per[c] * counts.count(c) for c in per) / len(counts)
+    assert mean == pytest.approx(metrics["test_accuracy"])
+    assert metrics["step_ms"] > 0
+
+
+def test_steps_reject_unknown_names_bad_options_and_unfit_tasks():
+    with pytest.raises(ValueError, match="unknown probe step"):
+        check_probe_steps(["tree_inducton"])
+    with pytest.raises(ValueError, match="bad options"):
+        make_probe_step("tree_induction(layers=3)")
+    with pytest.raises(ValueError, match="string"):
+        check_probe_steps("tree_induction")
+    task = make_task("doc_agreement(num_sentences=2, train=2, dev=1, test=1)")
+    data = prepare_data(task, {}, {}, quiet=True)
+    model = __import__("structattn.experiments", fromlist=["build_model"]).build_model(task, len(data.vocab), "full", MODEL, {})
+    with pytest.raises(ValueError, match="is not a Sentence with gold heads"):
+        run_probe_steps(["tree_induction"], model, data, data.examples, 0)
+    with pytest.raises(ValueError, match="by_attractors"):
+        run_probe_steps(["by_attractors"], model, data, data.examples, 0)
+
+
+def test_a_tiny_model_beats_the_majority_baseline_on_an_obvious_signal():
+    """Agreement without attractors: the only noun before the verb decides its number."""
+    spec = "agreement(attractors=[0], train=200, dev=40, test=100)"
+    task = make_task(spec)
+    data = prepare_data(task, {}, {}, quiet=True)
+    setup = Setup(EncoderConfig(d_model=32, num_layers=1, num_heads=2, ffn_dim=64, dropout=0.0),
+                  TrainConfig(lr=5e-3, warmup_steps=10, max_steps=120, batch_size=16, eval_every=40, patience=0))
+    record = execute(RunSpec(0, "agr", spec, "full", "full", 0), setup, data, quiet=True)
+    assert record["metrics"]["majority_baseline"] == pytest.approx(0.5)
+    assert record["metrics"]["test_accuracy"] >= record["metrics"]["majority_baseline"] + 0.2
