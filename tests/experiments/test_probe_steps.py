@@ -87,3 +87,19 @@ def test_a_tiny_model_beats_the_majority_baseline_on_an_obvious_signal():
     record = execute(RunSpec(0, "agr", spec, "full", "full", 0), setup, data, quiet=True)
     assert record["metrics"]["majority_baseline"] == pytest.approx(0.5)
     assert record["metrics"]["test_accuracy"] >= record["metrics"]["majority_baseline"] + 0.2
+
+
+def test_bias_table_averages_heads_then_seeds_and_marks_the_largest_bucket():
+    from structattn.experiments.bias_table import bias_markdown, bias_rows
+
+    def record(seed, values):
+        return {"task_label": "t", "setting": "soft", "seed": seed,
+                "bias": [{"layer": 0, "group": "g", "labels": ["0", "1", "2", "unreachable"], "values": values}]}
+
+    records = [record(0, [[0.0, 1.0, 0.5, 0.0], [0.2, 3.0, 0.5, 0.0]]), record(1, [[0.1, 1.0, 0.0, 0.0]])]
+    (row,) = bias_rows(records)
+    assert row["mean"] == pytest.approx([0.1, 1.5, 0.25, 0.0]) and row["runs"] == 2
+    assert row["std"][1] == pytest.approx(2 ** 0.5 / 2)
+    table = bias_markdown(records)
+    assert "**+1.50 ± 0.71**" in table and "unreachable" not in table
+    assert bias_markdown([{"task_label": "t", "setting": "full", "bias": []}]).startswith("No run")
