@@ -4,6 +4,7 @@ from structattn.probes.tasks import (  # noqa: F401  (registration)
     agreement,
     depth_tagging,
     doc_agreement,
+    grammar_depth,
     head_selection,
     listops,
     ssan_bigram_shift,
