@@ -194,7 +194,9 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
     @torch.no_grad()
     def fill(bi: int) -> None:
-        torch.index_select(rows, 1, index[bi].reshape(-1).long(), out=bias[bi])
+        flat = index[bi].reshape(-1).long()
+        for hi in range(rows.shape[0]):  # a 1-D index_select per head (along dim 1 it is several times slower)
+            torch.index_select(rows[hi], 0, flat, out=bias[bi, hi])
 
     per_sentence(fill, range(b), ext.device)
     return bias.view(b, -1, n, m)
@@ -204,8 +206,8 @@ _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cp
 
 #: Scores per backward block of :class:`BucketBiasSDPA` (one block per worker at a time; 2 MiB in float32).
 CHUNK_ELEMENTS = 1 << 19
-#: Bias elements materialised at once by :class:`BucketBiasSDPA`'s forward (8 MiB in float32).
-FORWARD_BIAS_ELEMENTS = 1 << 21
+#: Bias elements materialised at once per worker by :class:`BucketBiasSDPA`'s forward (1 MiB in float32).
+FORWARD_BIAS_ELEMENTS = 1 << 18
 class BucketBiasSDPA(torch.autograd.Function):
     """``softmax(q k^T / sqrt(d) + ext[index]) v`` with the gradient of the bucket table, on CPU.
 
@@ -230,13 +232,18 @@ class BucketBiasSDPA(torch.autograd.Function):
         group = max(1, FORWARD_BIAS_ELEMENTS // (n * n * (h if ext.dim() == 2 else 1)))
         if group >= b:
             out, lse = _FLASH_CPU(q, k, v, attn_mask=gather_bias(ext.detach(), index))
-        else:  # the bias of a few sentences at a time, never a large (b, h, n, n)
+        else:  # the bias of a few sentences at a time (never a large (b, h, n, n)), groups on worker threads
             out, lse = torch.empty_like(q), torch.empty(b, h, n, dtype=q.dtype)
-            for b0 in range(0, b, group):
+
+            @torch.no_grad()
+            def run(b0: int) -> None:
                 part = slice(b0, min(b, b0 + group))
                 bias = gather_bias(ext.detach(), index[part])
                 out[part], lse[part] = _FLASH_CPU(q[part], k[part], v[part], attn_mask=bias)
-        out.masked_fill_(~token_mask[:, None, :, None], 0.0)
+
+            per_sentence(run, range(0, b, group), q.device)
+        if not bool(token_mask.all()):
+            out.masked_fill_(~token_mask[:, None, :, None], 0.0)
         ctx.save_for_backward(q, k, v, out, lse, ext.detach(), index, token_mask)
         return out
 
@@ -284,13 +291,17 @@ def _backward_task(task, grad_out, q, k, v, lse, neg_delta, ext, index, token_ma
             qc, goc = q[bi, g0:g1, r0:r1], grad_out[bi, g0:g1, r0:r1]
             if padded is not None:
                 goc = goc.masked_fill(padded, 0.0)  # the output rows of padded queries are constant zeros
-            bias = ext[g0:g1].index_select(1, ids).view(g1 - g0, r1 - r0, n) if per_head else shared
+            if per_head:
+                bias = torch.stack([ext[hi].index_select(0, ids) for hi in range(g0, g1)]).view(g1 - g0, r1 - r0, n)
+            else:
+                bias = shared
             q_aug = torch.cat([qc * scale, -lse[bi, g0:g1, r0:r1, None]], -1)  # [q / sqrt(d), -lse]
             p = torch.baddbmm(bias, q_aug, k_aug[g0 - h0:g1 - h0]).exp_()  # P = exp(S - lse)
             dp_aug = torch.cat([goc, neg_delta[bi, g0:g1, r0:r1]], -1)  # [dO, -rowsum(dO * O)]
             ds = torch.bmm(dp_aug, v_aug[g0 - h0:g1 - h0]).mul_(p)  # dS = P * (dP - rowsum(dO * O))
             if per_head:
-                d_ext[g0:g1].scatter_add_(1, ids.expand(g1 - g0, -1), ds.view(g1 - g0, -1))
+                for j, hi in enumerate(range(g0, g1)):
+                    d_ext[hi].scatter_add_(0, ids, ds[j].view(-1))
             else:
                 d_ext.scatter_add_(0, ids, ds.sum(0).view(-1))
             beta = 0.0 if r0 == 0 else 1.0
