@@ -228,20 +228,7 @@ class BucketBiasSDPA(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, ext, index, token_mask):
-        b, h, n, _ = q.shape
-        group = max(1, FORWARD_BIAS_ELEMENTS // (n * n * (h if ext.dim() == 2 else 1)))
-        if group >= b:
-            out, lse = _FLASH_CPU(q, k, v, attn_mask=gather_bias(ext.detach(), index))
-        else:  # the bias of a few sentences at a time (never a large (b, h, n, n)), groups on worker threads
-            out, lse = torch.empty_like(q), torch.empty(b, h, n, dtype=q.dtype)
-
-            @torch.no_grad()
-            def run(b0: int) -> None:
-                part = slice(b0, min(b, b0 + group))
-                bias = gather_bias(ext.detach(), index[part])
-                out[part], lse[part] = _FLASH_CPU(q[part], k[part], v[part], attn_mask=bias)
-
-            per_sentence(run, range(0, b, group), q.device)
+        out, lse = _flash_with_bias(q, k, v, ext.detach(), index)
         if not bool(token_mask.all()):
             out.masked_fill_(~token_mask[:, None, :, None], 0.0)
         ctx.save_for_backward(q, k, v, out, lse, ext.detach(), index, token_mask)
@@ -260,6 +247,27 @@ class BucketBiasSDPA(torch.autograd.Function):
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
         parts = per_sentence(lambda task: _backward_task(task, *saved), tasks, q.device)
         return (*grads, torch.stack(parts).sum(0), None, None)
+
+
+def _flash_with_bias(q, k, v, ext, index) -> tuple[torch.Tensor, torch.Tensor]:
+    """CPU flash attention with the bias ``ext[index]`` built for a few sentences at a time (never a large
+    ``(b, h, n, n)``: at most :data:`FORWARD_BIAS_ELEMENTS` per worker), groups on :func:`per_sentence` threads.
+
+    Returns out ``(b, h, n, d)`` and its logsumexp ``(b, h, n)``.
+    """
+    b, h, n, _ = q.shape
+    group = max(1, FORWARD_BIAS_ELEMENTS // (n * n * (h if ext.dim() == 2 else 1)))
+    if group >= b:
+        return _FLASH_CPU(q, k, v, attn_mask=gather_bias(ext, index))
+    out, lse = torch.empty_like(q), torch.empty(b, h, n, dtype=q.dtype)
+
+    @torch.no_grad()
+    def run(b0: int) -> None:
+        part = slice(b0, min(b, b0 + group))
+        out[part], lse[part] = _FLASH_CPU(q[part], k[part], v[part], attn_mask=gather_bias(ext, index[part]))
+
+    per_sentence(run, range(0, b, group), q.device)
+    return out, lse
 
 
 def _block_shape(h: int, n: int) -> tuple[int, int]:
@@ -340,8 +348,12 @@ def bucket_bias_attention(
         cd = compute_dtype(dtype)
         q, k, v = q.to(cd), k.to(cd), v.to(cd)
     ext = extend_table(table, mask_value(q.dtype), q.dtype)
-    if q.device.type == "cpu" and _FLASH_CPU is not None and torch.is_grad_enabled() and ext.requires_grad:
-        return BucketBiasSDPA.apply(q, k, v, ext, index, token_mask).to(dtype)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v, ext))
+    if q.device.type == "cpu" and _FLASH_CPU is not None:
+        if needs_grad and ext.requires_grad:
+            return BucketBiasSDPA.apply(q, k, v, ext, index, token_mask).to(dtype)
+        if not needs_grad:  # inference: the fused kernel with the bias of a few sentences at a time
+            return zero_padded_queries(_flash_with_bias(q, k, v, ext, index)[0], token_mask).to(dtype)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index))
     return zero_padded_queries(out, token_mask).to(dtype)
 

@@ -233,6 +233,21 @@ def test_default_module_uses_the_custom_backward(generator):
         module(q, k, v, structure)  # inference: plain SDPA with a float mask, nothing saved
 
 
+@pytest.mark.parametrize("per_head", [False, True])
+@pytest.mark.parametrize("forward_elements", [fn.FORWARD_BIAS_ELEMENTS, 50])
+def test_inference_path_equals_training_path(per_head, forward_elements, generator, monkeypatch):
+    """Under no_grad the fused kernel runs with the bias of a few sentences at a time; same values."""
+    monkeypatch.setattr(fn, "FORWARD_BIAS_ELEMENTS", forward_elements)
+    module = make(H, D, per_head=per_head).double()
+    structure = dependency_structure([7, 5], generator, forests=True)
+    q, k, v = random_qkv(B, H, 7, D, generator)
+    with torch.no_grad():
+        fast = module(q, k, v, structure)
+    want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
+    torch.testing.assert_close(fast, want, **TOL)
+    torch.testing.assert_close(fast, module(q, k, v, structure), **TOL)
+
+
 def test_naive_backend_equals_sdpa_backend(generator):
     structure = dependency_structure([7, 5], generator, forests=True)
     fast, slow = make(H, D, per_head=True).double(), make(H, D, per_head=True, backend="naive").double()
