@@ -25,9 +25,10 @@ class LocalGlobalAttention(StructuredAttention):
     ``structure.dilation``, ``structure.is_global``); the number of global tokens may differ per row.
 
     Backends:
-        ``"chunked"``: blocks of queries against their key windows plus gathered global slots; time and memory
-        grow linearly with n and no ``n x n`` tensor is built (except the weights, when asked for). Autograd
-        through these ops keeps the memory linear.
+        ``"chunked"``: blocks of queries against their key windows plus gathered global slots, in slabs, with a
+        recomputing custom backward (``local_global_kernels.BandAttention``); time and memory grow linearly
+        with n and no ``n x n`` tensor is built (except the weights, when asked for: then plain autograd over
+        the blocks, which keeps them, and a dense copy for the output).
         ``"flex"``: ``torch.nn.attention.flex_attention`` with a block mask (compiled). Training on CUDA,
         forward only on CPU (CPU training is refused: use ``"chunked"``).
         ``"auto"`` (default): ``"flex"`` for CUDA tensors when FlexAttention is available, else ``"chunked"``.

@@ -8,6 +8,11 @@ sequence is split into ``dil`` interleaved groups of ``m = ceil(n / dil)`` token
 radius ``r``. Each group is cut into blocks of ``c`` queries that see ``c + 2 r`` keys; global keys are
 gathered once per row (``G`` slots) and scored against every query; global queries get full rows
 ``(G, n)``. Nothing of size ``n x n`` is built (except :func:`densify_weights`, on request).
+
+Two paths compute the local rows: :class:`BandAttention` (the default: slabs of blocks, a recomputing
+backward, memory independent of the window count) and :func:`local_rows` (plain autograd over all blocks at
+once; used when the weights are asked for, since it keeps them). :func:`flex_local_global` is the
+FlexAttention backend.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ def global_slots(is_global: torch.Tensor | None, token_mask: torch.Tensor) -> tu
     return torch.where(valid, order, torch.zeros_like(order)), valid
 
 
+# -- layout ------------------------------------------------------------------------------------------------
 def _grouped(x: torch.Tensor, lay: BandLayout, left: int, right: int, value: float | bool = 0) -> torch.Tensor:
     """``(..., n, d)`` -> ``(..., s, left + m_blocks + right, d)`` padded along the group axis."""
     if lay.m * lay.dilation != lay.n:
@@ -109,6 +115,7 @@ def _with_globals(windows: torch.Tensor, glob: torch.Tensor | None) -> torch.Ten
     return torch.cat([windows, glob[:, :, None, None].expand(*windows.shape[:4], -1, -1)], dim=-2)
 
 
+# -- eager path (keeps the weights) ------------------------------------------------------------------------
 def local_rows(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
     slots: tuple[torch.Tensor, torch.Tensor], lay: BandLayout,
@@ -139,6 +146,136 @@ def local_rows(
     return out, weights[..., :width], (weights[..., width:] if index.shape[1] else None)
 
 
+# -- fused path ----------------------------------------------------------------------------------------------
+#: Score elements per slab of blocks in :class:`BandAttention` (8 MiB in float32).
+SLAB_ELEMENTS = 1 << 21
+
+
+def _bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Additive mask: 0 where allowed, ``-max / 8`` elsewhere (``exp`` of it is 0; two still add up finitely)."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, -torch.finfo(dtype).max / 8)
+
+
+class BandAttention(torch.autograd.Function):
+    """Blocked band + global-slot attention with a recomputing backward (FlashAttention-style).
+
+    Forward, one slab of query blocks at a time: ``s = q k_window^T + bias`` and ``q k_glob^T + bias``, joint
+    max ``m``, ``p = exp(s - m)``, ``out = (p_window v_window + p_glob v_glob) / l``; keeps ``out`` and
+    ``lse = m + log l`` only. Backward recomputes ``p = exp(s - lse)`` per slab: ``ds = p (dout v^T - D)``
+    with ``D = rowsum(dout * out)``; ``dq = ds k``, window ``dk = ds^T q`` and ``dv = p^T dout`` added back
+    over the overlapping windows, global-slot ``dk, dv`` summed. Memory: the inputs, ``out``, ``lse`` and one
+    slab (:data:`SLAB_ELEMENTS` scores), whatever n.
+
+    Args (of ``apply``): qg (b, h, s, M, d), already scaled; kp, vp (b, h, s, M + 2r, d) (r padding slots
+    on each side); k_glob, v_glob (b, h, G, d); key_bias (b, 1, s, M + 2r) and glob_bias (b, 1, 1, G) from
+    :func:`_bias`; block c; radius r. Returns out (b, h, s, M, d).
+    """
+
+    @staticmethod
+    def forward(ctx, qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, block: int, radius: int):  # type: ignore[override]
+        out = torch.empty_like(qg)
+        lse = qg.new_empty(qg.shape[:-1])
+        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius):
+            m = sb.amax(-1, keepdim=True) if sg is None else torch.maximum(sb.amax(-1, keepdim=True), sg.amax(-1, keepdim=True))
+            pb = sb.sub_(m).exp_()
+            total = pb.sum(-1, keepdim=True)
+            o = torch.matmul(pb, _unfold(vp, lo, hi, block, radius).transpose(-1, -2))
+            if sg is not None:
+                pg = sg.sub_(m).exp_()
+                total += pg.sum(-1, keepdim=True)
+                o += torch.matmul(pg, v_glob[:, :, None, None])
+            out[:, :, :, lo:hi] = (o / total).flatten(3, 4)
+            lse[:, :, :, lo:hi] = (m + total.log()).flatten(3, 5)
+        ctx.save_for_backward(qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse)
+        ctx.sizes = (block, radius)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):  # type: ignore[override]
+        qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse = ctx.saved_tensors
+        block, radius = ctx.sizes
+        grad_out = grad_out.contiguous()
+        delta = (grad_out * out).sum(-1)  # (b, h, s, M)
+        dq, dk, dv = torch.zeros_like(qg), torch.zeros_like(kp), torch.zeros_like(vp)
+        dk_glob, dv_glob = torch.zeros_like(k_glob), torch.zeros_like(v_glob)
+        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius):
+            shape = (*qg.shape[:3], (hi - lo) // block, block)
+            lse_s, delta_s = lse[:, :, :, lo:hi].reshape(*shape, 1), delta[:, :, :, lo:hi].reshape(*shape, 1)
+            go = grad_out[:, :, :, lo:hi].reshape(*shape, -1)
+            qs = qg[:, :, :, lo:hi].reshape(*shape, -1)
+            pb = sb.sub_(lse_s).exp_()
+            dsb = torch.matmul(go, _unfold(vp, lo, hi, block, radius)).sub_(delta_s).mul_(pb)
+            k_win = _unfold(kp, lo, hi, block, radius)  # (..., d, W)
+            dq_s = torch.matmul(dsb, k_win.transpose(-1, -2))
+            _overlap_add(dk, torch.matmul(dsb.transpose(-1, -2), qs), lo, hi, block, radius)
+            _overlap_add(dv, torch.matmul(pb.transpose(-1, -2), go), lo, hi, block, radius)
+            if sg is not None:
+                pg = sg.sub_(lse_s).exp_()
+                dsg = torch.matmul(go, v_glob[:, :, None, None].transpose(-1, -2)).sub_(delta_s).mul_(pg)
+                dq_s += torch.matmul(dsg, k_glob[:, :, None, None])
+                dk_glob += torch.einsum("bhstcg,bhstcd->bhgd", dsg, qs)
+                dv_glob += torch.einsum("bhstcg,bhstcd->bhgd", pg, go)
+            dq[:, :, :, lo:hi] = dq_s.flatten(3, 4)
+        return dq, dk, dv, dk_glob, dv_glob, None, None, None, None
+
+
+def _unfold(x: torch.Tensor, lo: int, hi: int, block: int, radius: int) -> torch.Tensor:
+    """Windows of the (padded) keys of query rows ``[lo, hi)``: ``(b, h, s, T, d, W)`` (a view)."""
+    return x[:, :, :, lo : hi + 2 * radius].unfold(3, block + 2 * radius, block)
+
+
+def _overlap_add(target: torch.Tensor, windows: torch.Tensor, lo: int, hi: int, block: int, radius: int) -> None:
+    """``target[..., lo + t c + w, :] += windows[..., t, w, :]`` for the window slots of blocks ``[lo, hi)``."""
+    width = block + 2 * radius
+    count = (hi - lo) // block
+    index = (torch.arange(count, device=target.device)[:, None] * block + torch.arange(width, device=target.device)).flatten()
+    target[:, :, :, lo : hi + 2 * radius].index_add_(3, index, windows.flatten(3, 4))
+
+
+def _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block: int, radius: int):
+    """Yield ``(lo, hi, band scores (b, h, s, T, c, W), global scores (..., G) or None)`` with biases added."""
+    b, h, s, rows, d = qg.shape
+    width = block + 2 * radius
+    glob = k_glob.shape[2]
+    a = torch.arange(block, device=qg.device)[:, None]
+    w = torch.arange(width, device=qg.device)[None, :]
+    band = _bias((w - a >= 0) & (w - a <= 2 * radius), qg.dtype)  # (c, W)
+    per_slab = max(1, SLAB_ELEMENTS // max(1, b * h * s * block * (width + glob)))
+    for t0 in range(0, rows // block, per_slab):
+        lo, hi = t0 * block, min(rows, (t0 + per_slab) * block)
+        qs = qg[:, :, :, lo:hi].unflatten(3, ((hi - lo) // block, block))
+        sb = torch.matmul(qs, _unfold(kp, lo, hi, block, radius))
+        sb += band
+        sb += key_bias[:, :, :, lo : hi + 2 * radius].unfold(3, width, block)[:, :, :, :, None, :]
+        sg = None
+        if glob:
+            sg = torch.matmul(qs, k_glob[:, :, None, None].transpose(-1, -2))
+            sg += glob_bias[:, :, :, None, None, :]
+        yield lo, hi, sb, sg
+
+
+def fused_local_rows(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
+    slots: tuple[torch.Tensor, torch.Tensor], lay: BandLayout,
+) -> torch.Tensor:
+    """:func:`local_rows` through :class:`BandAttention` (output only). Shapes: (b, h, n, d) -> (b, h, n, d)."""
+    b, h, n, d = q.shape
+    work = compute_dtype(q.dtype)
+    index, valid = slots
+    key_ok = token_mask if is_global is None else token_mask & ~is_global
+    key_bias = _grouped(key_ok[..., None], lay, lay.radius, lay.radius, False)[..., 0]  # (b, s, M + 2r)
+    key_bias = _bias(key_bias, work)[:, None]
+    glob_bias = _bias(valid, work)[:, None, None]
+    gather = index[:, None, :, None].expand(b, h, -1, d)
+    k_glob, v_glob = torch.gather(k, 2, gather).to(work), torch.gather(v, 2, gather).to(work)
+    qg = _grouped(q.to(work) * d**-0.5, lay, 0, 0)
+    kp, vp = (_grouped(x.to(work), lay, lay.radius, lay.radius) for x in (k, v))
+    out = BandAttention.apply(qg.contiguous(), kp.contiguous(), vp.contiguous(), k_glob, v_glob, key_bias, glob_bias, lay.block, lay.radius)
+    out = rearrange(out[:, :, :, : lay.m], "b h s m d -> b h (m s) d")[:, :, :n]
+    return out.to(q.dtype)
+
+
+# -- global rows, entry point, dense weights ------------------------------------------------------------------
 def global_rows(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, slots: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,7 +306,10 @@ def banded_attention(
     n = q.shape[2]
     lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
     slots = global_slots(is_global, token_mask)
-    out, band_w, glob_w = local_rows(q, k, v, token_mask, is_global, slots, lay)
+    if return_weights:
+        out, band_w, glob_w = local_rows(q, k, v, token_mask, is_global, slots, lay)
+    else:
+        out, band_w, glob_w = fused_local_rows(q, k, v, token_mask, is_global, slots, lay), None, None
     row_w = None
     if slots[0].shape[1]:
         glob_out, row_w = global_rows(q, k, v, token_mask, slots)
@@ -228,10 +368,14 @@ def flex_local_global(
 ) -> torch.Tensor:
     """Longformer attention through a compiled ``flex_attention`` with a block mask (same allowed set).
 
+    The block mask is built from the compact form (which 128 x 128 tiles can hold an allowed pair: band,
+    global rows and columns, real tokens), an ``(n / 128)^2`` table per row, never an ``n x n`` one; the
+    ``mask_mod`` then decides pair by pair inside those tiles.
+
     Shapes:
         q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), zeros on padded rows.
     """
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
     b, _, n, _ = q.shape
     span = radius * dilation
@@ -243,8 +387,31 @@ def flex_local_global(
         band = (offset <= span) & (offset % dilation == 0)
         return real[bi, i] & real[bi, j] & (band | flags[bi, i] | flags[bi, j])
 
-    block_mask = create_block_mask(allowed, B=b, H=None, Q_LEN=n, KV_LEN=n, device=q.device)
+    tiles = _flex_tiles(real, flags, span)
+    kv_num = tiles.sum(-1, dtype=torch.int32)[:, None]  # (b, 1, T)
+    kv_index = torch.argsort((~tiles).to(torch.int8), dim=-1, stable=True).to(torch.int32)[:, None]  # (b, 1, T, T)
+    block_mask = BlockMask.from_kv_blocks(kv_num, kv_index, BLOCK_SIZE=FLEX_TILE, mask_mod=allowed, seq_lengths=(n, n))
     key = q.device.type
     if key not in _COMPILED:
         _COMPILED[key] = torch.compile(flex_attention, dynamic=False)
     return zero_padded_queries(_COMPILED[key](q, k, v, block_mask=block_mask), token_mask)
+
+
+#: FlexAttention tile size (its default sparse block size).
+FLEX_TILE = 128
+
+
+def _flex_tiles(real: torch.Tensor, flags: torch.Tensor, span: int) -> torch.Tensor:
+    """``(b, T, T)`` bool: whether query tile ``i`` and key tile ``j`` can hold an allowed pair."""
+    b, n = real.shape
+    count = -(-n // FLEX_TILE)
+    start = torch.arange(count, device=real.device) * FLEX_TILE
+    end = torch.clamp(start + FLEX_TILE, max=n) - 1
+    gap = (start[None, :] - end[:, None]).clamp(min=0) + (start[:, None] - end[None, :]).clamp(min=0)
+    band = gap <= span  # (T, T): the tiles come within the window of each other
+
+    def per_tile(x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x, (0, count * FLEX_TILE - n)).view(b, count, FLEX_TILE).any(-1)
+
+    real_t, glob_t = per_tile(real), per_tile(flags)
+    return (band | glob_t[:, :, None] | glob_t[:, None, :]) & real_t[:, :, None] & real_t[:, None, :]

@@ -86,6 +86,25 @@ def test_random_windows_up_to_2048_tokens(seed):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-4)
 
 
+def test_several_slabs_equal_one_slab(monkeypatch):
+    """The fused path walks the blocks in slabs; tiny slabs must give the same outputs and gradients."""
+    import structattn.attention.local_global_kernels as kernels
+
+    structure = with_globals(window_batch([150, 97], 6, 2), [[0, 149], [10]])
+    q, k, v = qkv(2, 2, 150, 4, grad=True)
+    module = get_attention("local_global", num_heads=2, head_dim=4, block_size=4)
+    probe = torch.randn(2, 2, 150, 4, dtype=torch.float64)
+    results = []
+    for elements in (1 << 21, 100):
+        monkeypatch.setattr(kernels, "SLAB_ELEMENTS", elements)
+        out = module(q, k, v, structure)
+        results.append((out, torch.autograd.grad((out * probe).sum(), (q, k, v))))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    for a, b in zip(results[0][1], results[1][1]):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(results[1][0], dense_masked(q, k, v, structure))
+
+
 def test_weights_match_the_oracle_and_padding_is_zero():
     structure = with_globals(window_batch([9, 6], 2, 2), [[0, 8], [3]])
     q, k, v = qkv(2, 3, 9, 5)
@@ -179,6 +198,19 @@ def test_flex_backend_refuses_cpu_training():
         module(q, k, v, structure)
 
 
+def test_flex_tiles_cover_every_allowed_pair():
+    """The FlexAttention block mask is built from the compact form; each allowed pair must lie in an active tile."""
+    from structattn.attention.local_global_kernels import FLEX_TILE, _flex_tiles
+
+    structure = with_globals(window_batch([700, 333], 20, 3), [[5], [300, 0]])
+    allowed = band_distance(structure.token_mask, 20, 3, structure.is_global) >= 0
+    tiles = _flex_tiles(structure.token_mask, structure.is_global & structure.token_mask, 60)
+    dense_tiles = tiles.repeat_interleave(FLEX_TILE, 1).repeat_interleave(FLEX_TILE, 2)[:, :700, :700]
+    assert torch.all(dense_tiles[allowed]), "an allowed pair falls outside the active tiles"
+    assert not tiles[1, -1].any(), "a tile of padding only must stay inactive"
+
+
+@pytest.mark.slow
 def test_flex_backend_cpu_forward_equals_chunked():
     """Compiles FlexAttention for CPU (inductor + gcc, ~10-25 s); xfails with the reason if it cannot."""
     structure = with_globals(window_batch([160, 97], 5, 2), [[0], [3, 50]])
