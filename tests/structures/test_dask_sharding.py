@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from structattn.structures.annotators import SpacyAnnotator
-from structattn.structures.annotators.dask_sharding import parse_sharded_dask
+from structattn.structures.annotators.dask_sharding import import_distributed, parse_sharded_dask
 from structattn.structures.annotators.sharding import find_shards, merge_shards
 from structattn.structures.readers import read_conllu, write_conllu
 
-distributed = pytest.importorskip("dask.distributed", reason="dask is not installed: pip install 'structattn[dask]'")
-pytest.importorskip("spacy", reason="spaCy is not installed: pip install 'structattn[spacy]'")
+try:
+    import dask.distributed as distributed
+except ImportError:
+    distributed = None
+try:
+    import spacy
+except ImportError:
+    spacy = None
+needs_cluster = pytest.mark.skipif(
+    distributed is None or spacy is None,
+    reason="dask and spaCy are needed: pip install 'structattn[dask,spacy]'",
+)
 
 SENTENCES = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "pud_en_sentences.txt"
 
@@ -31,10 +42,11 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def annotator() -> SpacyAnnotator:
+def annotator() -> SpacyAnnotator:  # built only by tests that need the cluster (and spaCy)
     return SpacyAnnotator()
 
 
+@needs_cluster
 def test_merged_output_equals_single_process(client, annotator, texts, tmp_path):
     ids = [f"L{k + 1}" for k in range(len(texts))]
     expected = write_conllu(annotator.annotate(texts, ids)).encode("utf-8")
@@ -48,6 +60,7 @@ def test_merged_output_equals_single_process(client, annotator, texts, tmp_path)
     assert [s.id for s in read_conllu(out)][:2] == ["L1-0", "L2-0"]
 
 
+@needs_cluster
 def test_shared_cache_makes_a_rerun_parse_nothing(client, texts, tmp_path):
     cache = tmp_path / "cache"
     first = parse_sharded_dask(client, SpacyAnnotator(), texts, tmp_path / "a.conllu", cache_dir=cache)
@@ -58,11 +71,19 @@ def test_shared_cache_makes_a_rerun_parse_nothing(client, texts, tmp_path):
     assert merge_shards(find_shards(tmp_path / "a.conllu")) == merge_shards(find_shards(tmp_path / "b.conllu"))
 
 
+@needs_cluster
 def test_worker_error_reaches_the_caller(client, tmp_path):
     with pytest.raises(ValueError, match="text 'bad' is empty"):
         parse_sharded_dask(client, SpacyAnnotator(), ["A fine text.", "   "], tmp_path / "x.conllu", text_ids=["ok", "bad"])
 
 
+@needs_cluster
 def test_mismatched_ids_are_rejected(client, tmp_path):
     with pytest.raises(ValueError, match="1 text ids for 2 texts"):
         parse_sharded_dask(client, SpacyAnnotator(), ["One.", "Two."], tmp_path / "x.conllu", text_ids=["a"])
+
+
+def test_missing_dask_is_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # what an environment without dask sees
+    with pytest.raises(ImportError, match=r"pip install 'structattn\[dask\]'"):
+        import_distributed()
