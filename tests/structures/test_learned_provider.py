@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
 import random
+import sys
 
 import networkx as nx
 import numpy as np
 import pytest
 import torch
 
-import structattn.structures.learned  # noqa: F401  (registers "learned_dependency")
 from structattn.experiments.run import make_providers
 from structattn.probes.tree_induction import random_tree_uuas, right_branching_uuas
 from structattn.structures import Document, GrammarGenerator, Sentence, collate, get_provider, provider_names
-from structattn.structures.learned import (
-    DistancePredictor,
-    PredictorConfig,
-    evaluate_uuas,
-    mst_heads,
-    predicted_heads,
-    train_predictor,
-    tree_uuas,
-)
+from structattn.structures.providers.base import PROVIDERS
 
-TINY = PredictorConfig(embedding_dim=16, hidden_dim=24, num_layers=1, rank=16, dropout=0.1)
+# The package is imported by a fixture, not at collection: importing it registers "learned_dependency",
+# and tests/structures/test_providers.py parametrises its contract test over the providers registered when
+# it is collected (that contract needs no options; this provider needs a model file). The fixture removes
+# the registration again when this module is done.
+learned = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered():
+    global learned
+    learned = importlib.import_module("structattn.structures.learned")
+    yield
+    PROVIDERS._entries.pop("learned_dependency", None)
+    for name in [m for m in sys.modules if m.startswith("structattn.structures.learned")]:
+        del sys.modules[name]  # a later import registers the provider again
+
+
+TINY = dict(embedding_dim=16, hidden_dim=24, num_layers=1, rank=16, dropout=0.1)
+
+
+def config():
+    return learned.PredictorConfig(**TINY)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -42,8 +56,8 @@ def grammar() -> dict[str, list[Sentence]]:
 
 
 @pytest.fixture(scope="module")
-def trained(grammar) -> DistancePredictor:
-    model, _ = train_predictor(grammar["train"], TINY, epochs=8, lr=1e-2, seed=0, min_freq=1)
+def trained(registered, grammar):
+    model, _ = learned.train_predictor(grammar["train"], config(), epochs=8, lr=1e-2, seed=0, min_freq=1)
     return model
 
 
@@ -57,7 +71,7 @@ def test_registered():
 
 
 def test_learns_well_above_random_trees(trained, grammar):
-    score = evaluate_uuas(trained, grammar["test"])
+    score = learned.evaluate_uuas(trained, grammar["test"])
     random_baseline = random_tree_uuas(grammar["test"], num_samples=5)
     chain = right_branching_uuas(grammar["test"])
     print(f"held-out UUAS {score:.3f}, random trees {random_baseline:.3f}, right-branching chain {chain:.3f}")
@@ -68,7 +82,7 @@ def test_learns_well_above_random_trees(trained, grammar):
 def test_outputs_are_trees_equal_to_dependency_on_decoded_heads(saved, grammar):
     provider = get_provider("learned_dependency", path=saved)
     sentences = grammar["test"][:12]
-    heads = predicted_heads(provider.model, sentences)
+    heads = learned.predicted_heads(provider.model, sentences)
     for sentence, h in zip(sentences, heads):
         structure = provider(sentence)
         n = len(sentence)
@@ -105,11 +119,11 @@ def test_document_is_a_forest_of_sentence_trees(saved, grammar):
 
 
 def test_save_load_round_trip(trained, saved, grammar):
-    loaded = DistancePredictor.load(saved)
+    loaded = learned.DistancePredictor.load(saved)
     words = [s.words for s in grammar["test"][:5]]
     for x, y in zip(trained.predict(words), loaded.predict(words)):
         assert torch.equal(x, y)
-    assert loaded.config == TINY and loaded.features.tables == trained.features.tables
+    assert loaded.config == config() and loaded.features.tables == trained.features.tables
 
 
 def test_missing_or_bad_model_file_is_a_clear_error(tmp_path):
@@ -132,7 +146,7 @@ def test_options_name_the_model_file_content(saved, trained, tmp_path):
 def test_training_is_deterministic_given_the_seed(grammar):
     torch.manual_seed(123)
     state = torch.random.get_rng_state()
-    runs = [train_predictor(grammar["train"][:40], TINY, epochs=2, seed=s, min_freq=1)[0] for s in (5, 5, 6)]
+    runs = [learned.train_predictor(grammar["train"][:40], config(), epochs=2, seed=s, min_freq=1)[0] for s in (5, 5, 6)]
     assert torch.equal(torch.random.get_rng_state(), state)  # the global RNG is left alone
     same = runs[0].state_dict(), runs[1].state_dict()
     assert all(torch.equal(same[0][k], same[1][k]) for k in same[0])
@@ -140,14 +154,14 @@ def test_training_is_deterministic_given_the_seed(grammar):
 
 
 def test_dev_selection_keeps_the_best_epoch(grammar):
-    model, history = train_predictor(grammar["train"][:60], TINY, epochs=3, seed=0, min_freq=1, dev=grammar["test"][:20])
+    model, history = learned.train_predictor(grammar["train"][:60], config(), epochs=3, seed=0, min_freq=1, dev=grammar["test"][:20])
     assert [r["epoch"] for r in history] == [1, 2, 3]
-    assert evaluate_uuas(model, grammar["test"][:20]) == pytest.approx(max(r["dev_uuas"] for r in history))
+    assert learned.evaluate_uuas(model, grammar["test"][:20]) == pytest.approx(max(r["dev_uuas"] for r in history))
 
 
 def test_training_rejects_sentences_without_trees():
     with pytest.raises(ValueError, match="sentence 'x1' has no heads"):
-        train_predictor([Sentence(["a", "b"], id="x1")], TINY, epochs=1)
+        learned.train_predictor([Sentence(["a", "b"], id="x1")], config(), epochs=1)
 
 
 def test_compare_machinery_builds_it_from_a_spec(saved):
@@ -158,9 +172,9 @@ def test_compare_machinery_builds_it_from_a_spec(saved):
 def test_mst_heads_literal_chain():
     # a chain 0-1-2-3 with distances |i - j|: the MST is the chain, rooted at a centre word (1 or 2)
     d = np.abs(np.subtract.outer(np.arange(4), np.arange(4))).astype(float)
-    heads = mst_heads(d)
-    assert tree_uuas([heads], [[1, 2, 3, -1]]) == 1.0 and heads.count(-1) == 1
-    assert mst_heads(np.zeros((1, 1))) == [-1]
+    heads = learned.mst_heads(d)
+    assert learned.tree_uuas([heads], [[1, 2, 3, -1]]) == 1.0 and heads.count(-1) == 1
+    assert learned.mst_heads(np.zeros((1, 1))) == [-1]
 
 
 def test_mst_heads_matches_networkx_on_random_matrices():
@@ -168,7 +182,7 @@ def test_mst_heads_matches_networkx_on_random_matrices():
     for n in (2, 3, 7, 19):
         w = np.array([[rng.random() for _ in range(n)] for _ in range(n)])
         w = w + w.T
-        heads = mst_heads(w)
+        heads = learned.mst_heads(w)
         graph = nx.Graph()
         graph.add_weighted_edges_from((i, j, w[i, j]) for i in range(n) for j in range(i + 1, n))
         oracle = {(min(i, j), max(i, j)) for i, j in nx.minimum_spanning_edges(graph, data=False)}
@@ -177,6 +191,6 @@ def test_mst_heads_matches_networkx_on_random_matrices():
 
 def test_mst_heads_rejects_bad_input():
     with pytest.raises(ValueError, match=r"pair \(0, 2\) is nan"):
-        mst_heads(np.array([[0, 1, np.nan], [1, 0, 1], [np.nan, 1, 0]]))
+        learned.mst_heads(np.array([[0, 1, np.nan], [1, 0, 1], [np.nan, 1, 0]]))
     with pytest.raises(ValueError, match="square"):
-        mst_heads(np.zeros((2, 3)))
+        learned.mst_heads(np.zeros((2, 3)))
