@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

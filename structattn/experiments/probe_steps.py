@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -42,7 +43,7 @@ from structattn.training.evaluation import task_loss
 if TYPE_CHECKING:
     from structattn.experiments.run import PreparedData
 
-PROBE_STEPS: Registry["ProbeStep"] = Registry("probe step")
+PROBE_STEPS: Registry[ProbeStep] = Registry("probe step")
 
 
 class ProbeStep:
@@ -50,7 +51,7 @@ class ProbeStep:
 
     name: str
 
-    def run(self, model: TaskModel, data: "PreparedData", examples: dict[str, list[Example]], seed: int,
+    def run(self, model: TaskModel, data: PreparedData, examples: dict[str, list[Example]], seed: int,
             device: torch.device | str) -> dict[str, float]:
         raise NotImplementedError
 
@@ -67,7 +68,7 @@ def make_probe_step(spec: str) -> ProbeStep:
         raise ValueError(f"probe step {spec!r}: bad options: {err}") from None
 
 
-def run_probe_steps(specs: Sequence[str], model: TaskModel, data: "PreparedData", examples: dict[str, list[Example]],
+def run_probe_steps(specs: Sequence[str], model: TaskModel, data: PreparedData, examples: dict[str, list[Example]],
                     seed: int, device: torch.device | str = "cpu") -> dict[str, float]:
     """Every step's metrics, merged (the model is put in eval mode)."""
     metrics: dict[str, float] = {}
@@ -77,7 +78,7 @@ def run_probe_steps(specs: Sequence[str], model: TaskModel, data: "PreparedData"
     return metrics
 
 
-def gold_sentences(data: "PreparedData", split: str, step: str, limit: int | None) -> list[Sentence]:
+def gold_sentences(data: PreparedData, split: str, step: str, limit: int | None) -> list[Sentence]:
     """The first ``limit`` items of ``split``, checked to be Sentences with a gold tree."""
     items = data.items[split][:limit]
     for item in items:
@@ -228,7 +229,7 @@ class StepCost(ProbeStep):
 def check_probe_steps(specs: Sequence[str]) -> tuple[str, ...]:
     """The specs as a tuple, each built once so unknown names or options fail before training."""
     if isinstance(specs, str):
-        raise ValueError(f"compare probes must be a list of step specs, got the string {specs!r}")
+        raise ValueError(f"compare probes must be a list of step specs, got the string {specs!r}")  # noqa: TRY004
     for spec in specs:
         make_probe_step(spec)
     return tuple(specs)

@@ -6,8 +6,22 @@ import pytest
 import torch
 
 from structattn.encoders import EncoderConfig
-from structattn.experiments import Comparison, RunSpec, Setup, execute, make_providers, make_task, prepare_data, run_comparison
-from structattn.experiments.probe_steps import check_probe_steps, make_probe_step, run_probe_steps
+from structattn.experiments import (
+    Comparison,
+    RunSpec,
+    Setup,
+    build_model,
+    execute,
+    make_providers,
+    make_task,
+    prepare_data,
+    run_comparison,
+)
+from structattn.experiments.probe_steps import (
+    check_probe_steps,
+    make_probe_step,
+    run_probe_steps,
+)
 from structattn.training import TrainConfig
 
 MODEL = EncoderConfig(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, dropout=0.0)
@@ -70,7 +84,7 @@ def test_steps_reject_unknown_names_bad_options_and_unfit_tasks():
         check_probe_steps("tree_induction")
     task = make_task("doc_agreement(num_sentences=2, train=2, dev=1, test=1)")
     data = prepare_data(task, {}, {}, quiet=True)
-    model = __import__("structattn.experiments", fromlist=["build_model"]).build_model(task, len(data.vocab), "full", MODEL, {})
+    model = build_model(task, len(data.vocab), "full", MODEL, {})
     with pytest.raises(ValueError, match="is not a Sentence with gold heads"):
         run_probe_steps(["tree_induction"], model, data, data.examples, 0)
     with pytest.raises(ValueError, match="by_attractors"):

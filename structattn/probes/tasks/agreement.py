@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from structattn.probes.task import register_task
 from structattn.probes.tasks.synthetic import SyntheticTask
