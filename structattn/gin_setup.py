@@ -109,6 +109,27 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+def _guard_resource_reader() -> None:
+    """Make gin's package-resource lookup treat "not a regular package" as "not found".
+
+    gin tries ``include 'runs/defaults.gin'`` as a file of a Python package named ``runs``; when the working
+    directory holds a plain folder of that name (e.g. the output folder ``runs/``) it is found as a namespace
+    package without a file and gin crashes with a TypeError instead of trying the next search path.
+    """
+    for k, (reader, exists) in enumerate(gin.config._FILE_READERS):
+        if getattr(exists, "_structattn_guarded", False):
+            continue
+
+        def guarded(path: str, _exists=exists) -> bool:
+            try:
+                return bool(_exists(path))
+            except TypeError:
+                return False
+
+        guarded._structattn_guarded = True  # type: ignore[attr-defined]
+        gin.config._FILE_READERS[k] = (reader, guarded)
+
+
 def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:
     """Clear gin and load ``config_file`` plus ``bindings`` (``include`` paths resolve from the file's
     folder and its parents, so configs can ``include 'models/tiny.gin'``)."""
@@ -116,6 +137,7 @@ def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"no such config file: {str(path)!r}")
     gin.clear_config()
+    _guard_resource_reader()
     for folder in [path.resolve().parent, *path.resolve().parent.parents][:3]:
         if str(folder) not in gin.config._LOCATION_PREFIXES:
             gin.add_config_file_search_path(str(folder))
