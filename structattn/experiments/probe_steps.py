@@ -14,8 +14,9 @@ step                     metrics
                          ``tree_uuas_right_branching``
 ``by_attractors``        sentence tasks whose items carry ``meta["num_attractors"]`` (``agreement``): test
                          accuracy per count, ``acc_attractors_{k}``
-``step_cost``            training-step cost on train batches: ``step_ms`` (forward + backward, median) and,
-                         on CUDA, ``step_peak_mib``
+``step_cost``            training-step cost on a train batch: ``step_ms`` (forward + backward, median) and
+                         ``step_peak_mib`` (peak memory of one step: CUDA's allocator statistics, or on CPU
+                         the running sum of torch.profiler's per-operator allocations)
 =======================  =====================================================================================
 
 Steps read word-level items with gold ``heads`` (Sentences); other input fails with a ``ValueError`` naming
@@ -26,8 +27,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -199,7 +200,7 @@ class ByAttractors(ProbeStep):
 @PROBE_STEPS.register("step_cost")
 class StepCost(ProbeStep):
     """Median wall time of ``repeats`` forward + backward passes on the first train batch of
-    ``batch_size`` items (parameters not updated), and the CUDA peak memory of one."""
+    ``batch_size`` items (parameters not updated), and the peak memory of one (see :func:`cpu_peak_mib`)."""
 
     def __init__(self, batch_size: int = 32, repeats: int = 5) -> None:
         self.batch_size, self.repeats = batch_size, repeats
@@ -218,12 +219,30 @@ class StepCost(ProbeStep):
             if cuda:
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
-        model.zero_grad(set_to_none=True)
-        model.eval()
         out = {"step_ms": 1000 * statistics.median(times[1:])}
         if cuda:
             out["step_peak_mib"] = torch.cuda.max_memory_allocated() / 2**20
+        else:
+            model.zero_grad(set_to_none=True)
+            out["step_peak_mib"] = cpu_peak_mib(lambda: task_loss(model(batch), batch.labels).backward())
+        model.zero_grad(set_to_none=True)
+        model.eval()
         return out
+
+
+def cpu_peak_mib(fn: Callable[[], Any]) -> float:
+    """Peak of the running sum of CPU allocations minus frees made while ``fn`` runs, at the granularity of
+    operators (``torch.profiler`` with ``profile_memory``; events in start order, self memory only)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted(prof.events(), key=lambda e: e.time_range.start)
+    running = peak = 0
+    for e in events:
+        running += e.self_cpu_memory_usage
+        peak = max(peak, running)
+    return peak / 2**20
 
 
 def check_probe_steps(specs: Sequence[str]) -> tuple[str, ...]:

@@ -72,7 +72,19 @@ def test_accuracy_per_attractor_count_averages_to_test_accuracy(trained):
     per = {c: metrics[f"acc_attractors_{c}"] for c in (0, 1)}
     mean = sum(per[c] * counts.count(c) for c in per) / len(counts)
     assert mean == pytest.approx(metrics["test_accuracy"])
-    assert metrics["step_ms"] > 0
+    assert metrics["step_ms"] > 0 and metrics["step_peak_mib"] > 0
+
+
+def test_cpu_peak_memory_follows_the_score_matrix():
+    """A softmax over an n x n score matrix and its backward: the peak grows as n^2 (two n x n buffers)."""
+    from structattn.experiments.probe_steps import cpu_peak_mib
+
+    peaks = []
+    for n in (128, 256):
+        z = torch.randn(n, 16, requires_grad=True)
+        peaks.append(cpu_peak_mib(lambda: (z @ z.T).softmax(-1).sum().backward()))
+    assert peaks[0] >= 4 * 128 * 128 / 2**20
+    assert peaks[1] == pytest.approx(4 * peaks[0], rel=0.1)
 
 
 def test_steps_reject_unknown_names_bad_options_and_unfit_tasks():
