@@ -180,7 +180,7 @@ class SelectiveSelfAttention(StructuredAttention):
             rearrange(nn.functional.linear(x, proj.weight.to(work)), "b n (h d) -> b h n d", h=self.num_heads).contiguous()
             for proj in (self.policy_query, self.policy_key)
         )
-        return torch.matmul(pq / self.temperature, pk.transpose(-1, -2))
+        return torch.matmul(pq.mul_(1.0 / self.temperature), pk.transpose(-1, -2))
 
     def _noise(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """``(G' - G'') / tau`` for two Gumbel(0, 1) draws ``G = -log(-log U)``, drawn in that order from the

@@ -1,0 +1,423 @@
+"""Benchmark: every registered attention variant against plain SDPA, and local_global against dense masked SDPA.
+
+    python benchmarks/attention.py                         # full run (wall clock, torch's default threads)
+    python benchmarks/attention.py --threads 1 --clock cpu # the robust figures on a shared, busy machine
+    python benchmarks/attention.py --quick                 # smoke run: small sizes, 2 rounds, no n=32768
+    python benchmarks/attention.py --only ssan             # one variant (local_global: also the long table)
+    python benchmarks/attention.py --no-memory             # times only
+
+Time: in this process, side by side. Each round runs the baseline then the variant (interleaved, so both see
+the same load from other processes); a figure is the best round (the least disturbed) and the ratio is
+best / best. ``--clock cpu`` uses the process CPU time instead of wall time: with ``--threads 1`` it does not
+count time the process spent descheduled, which makes ratios stable on a machine shared with other jobs.
+"fwd+bwd" is a training step (module in train mode; ``out.sum().backward()``); "fwd" is inference
+(``module.eval()`` under ``torch.no_grad()``). Rounds per cell adapt to its cost (``--reps`` at most, 2 at least).
+
+Peak memory: one fresh subprocess per table runs every configuration in turn with
+``MALLOC_MMAP_THRESHOLD_=65536`` (so every tensor above 64 KiB is its own mapping, returned to the OS when
+freed). Per configuration, after one warm-up call of each kind and ``gc.collect()``, the worker records
+``VmRSS``, resets the kernel's peak (``/proc/self/clear_refs`` <- 5), runs one call and reads ``VmHWM``: the
+figure is ``VmHWM - VmRSS``, the extra resident memory at the peak of one call, inputs and parameters excluded
+(their gradients included).
+
+Zoo table: b = 8, h = 8, d_model = 512 (d = 64), one random recursive tree per sentence through the
+``dependency`` provider (``local_global``: the ``window`` provider, radius 64, first and last token global),
+all sentences of length n (no padding), float32, default options of each variant (``soft_bias``: its learnable
+table). Attention-level variants are timed on the attention call (structure prepared beforehand) against
+``F.scaled_dot_product_attention(q, k, v)``. ``ssan`` is timed as a whole layer (fused q/k/v projection, ssan
+with its own policy projections, output projection) against the same layer with SDPA; also at b = 32,
+n = 128. Long table: ``local_global`` (radius 64, 2 global tokens, b = 1, h = 8, d = 64) against dense SDPA
+with the boolean mask ``band_distance(...) >= 0`` built inside the timed call (up to n = 8192), plus the peak
+memory of one n = 32768 training step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from structattn.attention import attention_names, get_attention
+from structattn.structures import Sentence, get_provider
+from structattn.structures.window_math import band_distance
+
+ZOO_SIZES, ZOO_QUICK = (64, 128, 256, 512, 1024), (64, 128)
+LONG_SIZES, LONG_QUICK = (512, 1024, 2048, 4096, 8192, 16384), (512, 1024, 2048)
+DENSE_MAX = 8192  # dense masked SDPA above this is skipped (its n x n mask and time grow quadratically)
+B, H, D_MODEL = 8, 8, 512
+LONG_B, LONG_H, RADIUS, HUGE_N = 1, 8, 64, 32768
+CELL_SECONDS = 6.0  # time budget per timed cell; sets the number of rounds
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One configuration: ``name`` is a variant, ``"sdpa"`` (attention), ``"sdpa_layer"`` or ``"dense"``."""
+
+    table: str  # "zoo" or "long"
+    name: str
+    n: int
+    b: int
+    h: int
+
+
+# ---------------------------------------------------------------- inputs
+
+def random_heads(n: int, gen: torch.Generator) -> list[int]:
+    """Random recursive tree: token ``order[k]`` hangs under ``order[uniform(0, k)]`` (depth ~ e ln n)."""
+    order = torch.randperm(n, generator=gen).tolist()
+    heads = [-1] * n
+    for k in range(1, n):
+        heads[order[k]] = order[int(torch.randint(k, (1,), generator=gen))]
+    return heads
+
+
+def structure_for(name: str, b: int, n: int, gen: torch.Generator):
+    if name in ("local_global", "dense"):
+        words = [Sentence(words=["w"] * n, id=f"s{i}") for i in range(b)]
+        return get_provider("window", radius=RADIUS, global_tokens=(0, -1)).batch(words)
+    sentences = [Sentence(words=["w"] * n, heads=random_heads(n, gen), id=f"s{i}") for i in range(b)]
+    return get_provider("dependency").batch(sentences)
+
+
+class Layer(nn.Module):
+    """Fused q/k/v projection -> attention -> output projection (``attention=None``: plain SDPA)."""
+
+    def __init__(self, d_model: int, heads: int, attention: nn.Module | None) -> None:
+        super().__init__()
+        self.heads, self.attention = heads, attention
+        self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, structure) -> torch.Tensor:
+        q, k, v = rearrange(self.qkv(x), "b n (three h d) -> three b h n d", three=3, h=self.heads)
+        if self.attention is None:
+            a = F.scaled_dot_product_attention(q, k, v)
+        else:
+            a = self.attention(q, k, v, structure, hidden=x)
+        return self.out(rearrange(a, "b h n d -> b n (h d)"))
+
+
+def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(train_step, inference)`` closures over prepared inputs (the structure is built here, untimed)."""
+    gen = torch.Generator().manual_seed(spec.n)
+    torch.manual_seed(spec.n)
+    d = D_MODEL // spec.h
+    if spec.name in ("ssan", "sdpa_layer"):
+        attention = None
+        if spec.name == "ssan":
+            attention = get_attention("ssan", num_heads=spec.h, head_dim=d, d_model=D_MODEL, generator=0)
+        layer = Layer(D_MODEL, spec.h, attention)
+        structure = structure_for("dependency", spec.b, spec.n, gen)
+        x = torch.randn(spec.b, spec.n, D_MODEL, generator=gen, requires_grad=True)
+        return _closures(layer, lambda: layer(x, structure), [x])
+    q, k, v = (torch.randn(spec.b, spec.h, spec.n, d, generator=gen, requires_grad=True) for _ in range(3))
+    if spec.name == "sdpa":
+        return _closures(None, lambda: F.scaled_dot_product_attention(q, k, v), [q, k, v])
+    structure = structure_for(spec.name, spec.b, spec.n, gen)
+    if spec.name == "dense":
+
+        def dense() -> torch.Tensor:
+            allowed = band_distance(structure.token_mask, RADIUS, structure.dilation, structure.is_global) >= 0
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None])
+
+        return _closures(None, dense, [q, k, v])
+    options = {"generator": 0, "d_model": D_MODEL} if spec.name == "ssan" else {}
+    module = get_attention(spec.name, num_heads=spec.h, head_dim=d, **options)
+    hidden = torch.randn(spec.b, spec.n, spec.h * d, generator=gen) if module.needs_hidden else None
+    return _closures(module, lambda: module(q, k, v, structure, hidden=hidden), [q, k, v])
+
+
+def _closures(module: nn.Module | None, call: Callable[[], torch.Tensor], leaves: list[torch.Tensor]):
+    def train_step() -> None:
+        if module is not None:
+            module.train()
+        call().sum().backward()
+        for t in leaves:
+            t.grad = None
+        if module is not None:
+            module.zero_grad(set_to_none=True)
+
+    def inference() -> None:
+        if module is not None:
+            module.eval()
+        with torch.no_grad():
+            call()
+
+    return train_step, inference
+
+
+# ---------------------------------------------------------------- measurement
+
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = time.perf_counter
+
+
+def timed(fn: Callable[[], None]) -> float:
+    start = _clock()
+    fn()
+    return _clock() - start
+
+
+def compare_times(base: Callable[[], None], variant: Callable[[], None], max_reps: int) -> tuple[float, float, float]:
+    """Best (least disturbed) time of the baseline and of the variant over interleaved rounds, and their ratio."""
+    first = timed(base) + timed(variant)  # warm-up, also sizes the number of rounds
+    reps = max(2, min(max_reps, int(CELL_SECONDS / max(first, 1e-6))))
+    pairs = [(timed(base), timed(variant)) for _ in range(reps)]
+    best_base, best_variant = min(p[0] for p in pairs), min(p[1] for p in pairs)
+    return best_base, best_variant, best_variant / best_base
+
+
+def _status() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                out[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return out
+
+
+def peak_extra_bytes(fn: Callable[[], None]) -> int:
+    """Peak resident memory of one call above the resident memory before it (see the module docstring)."""
+    gc.collect()
+    before = _status()["VmRSS"]
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    fn()
+    return _status()["VmHWM"] - before
+
+
+def worker(specs: list[Spec]) -> None:
+    """Subprocess entry: for each spec, the peak extra memory of one inference and one training call (JSON)."""
+    results = []
+    for spec in specs:
+        try:
+            train_step, inference = build(spec)
+            train_step()
+            inference()
+            results.append({"fwd": peak_extra_bytes(inference), "fwdbwd": peak_extra_bytes(train_step)})
+            del train_step, inference
+        except RuntimeError as err:  # e.g. out of memory: report, keep going
+            results.append({"error": str(err).splitlines()[0]})
+        gc.collect()
+    print(json.dumps(results))
+
+
+def measure_memory(specs: list[Spec], threads: int) -> list[dict | None]:
+    """Run :func:`worker` in one fresh subprocess with ``MALLOC_MMAP_THRESHOLD_=65536`` (see the docstring)."""
+    if not specs:
+        return []
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", OMP_NUM_THREADS=str(threads))
+    payload = json.dumps([asdict(s) for s in specs])
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", payload, "--threads", str(threads)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode != 0:
+        print(f"  memory worker failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return [None] * len(specs)
+    return [None if "error" in r else r for r in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+# ---------------------------------------------------------------- tables
+
+MiB = 2**20
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def zoo_table(names: list[str], sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int) -> dict:
+    results: dict = {}
+    pairs = []  # (label, n, variant spec, baseline spec)
+    for name in names:
+        base_name = "sdpa_layer" if name == "ssan" else "sdpa"
+        for n in sizes:
+            spec, base_spec = Spec("zoo", name, n, B, H), Spec("zoo", base_name, n, B, H)
+            v_train, v_inf = build(spec)
+            b_train, b_inf = build(base_spec)
+            cell = dict(zip(("base_t", "var_t", "time_ratio"), compare_times(b_train, v_train, max_reps)))
+            cell.update(zip(("base_f", "var_f", "fwd_ratio"), compare_times(b_inf, v_inf, max_reps)))
+            del v_train, v_inf, b_train, b_inf
+            gc.collect()
+            results[(name, n)] = cell
+            pairs.append((f"{name} (layer)" if name == "ssan" else name, name, n, spec, base_spec))
+            print(f"  {name} n={n}: fwd+bwd {cell['time_ratio']:.2f}x, fwd {cell['fwd_ratio']:.2f}x", file=sys.stderr, flush=True)
+    if memory:
+        base_specs = sorted({p[4] for p in pairs}, key=lambda x: (x.name, x.n))
+        measured = measure_memory([p[3] for p in pairs] + base_specs, threads)
+        base_mem = dict(zip(base_specs, measured[len(pairs):]))
+        for (label, name, n, spec, base_spec), vm in zip(pairs, measured[: len(pairs)]):
+            bm = base_mem[base_spec]
+            if vm and bm:
+                results[(name, n)].update(var_m=vm, base_m=bm, mem_ratio=vm["fwdbwd"] / max(bm["fwdbwd"], 1),
+                                          fwd_mem_ratio=vm["fwd"] / max(bm["fwd"], 1))
+    print(f"\n### Variants vs plain SDPA (b={B}, h={H}, d_model={D_MODEL}, float32; ssan: whole layer vs SDPA layer)\n")
+    print("| variant | n | fwd+bwd ms | SDPA ms | ratio | fwd ms | SDPA ms | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, name, n, _, _ in pairs:
+        c = results[(name, n)]
+        print(f"| {label} | {n} | {c['var_t'] * 1e3:.1f} | {c['base_t'] * 1e3:.1f} | {c['time_ratio']:.2f}x "
+              f"| {c['var_f'] * 1e3:.1f} | {c['base_f'] * 1e3:.1f} | {c['fwd_ratio']:.2f}x |")
+    if memory:
+        print("\n| variant | n | peak MiB fwd+bwd | SDPA MiB | ratio | peak MiB fwd | SDPA MiB | ratio |")
+        print("|---|---|---|---|---|---|---|---|")
+        for label, name, n, _, _ in pairs:
+            c = results[(name, n)]
+            if "var_m" not in c:
+                print(f"| {label} | {n} | - | - | - | - | - | - |")
+                continue
+            vm, bm = c["var_m"], c["base_m"]
+            print(f"| {label} | {n} | {vm['fwdbwd'] / MiB:.1f} | {bm['fwdbwd'] / MiB:.1f} | {c['mem_ratio']:.2f}x "
+                  f"| {vm['fwd'] / MiB:.1f} | {bm['fwd'] / MiB:.1f} | {c['fwd_mem_ratio']:.2f}x |")
+    return results
+
+
+def slope(xs: list[int], ys: list[float]) -> float:
+    """Least-squares slope of log(y) on log(x)."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int, huge: bool) -> dict:
+    res: dict = {"n": list(sizes)}
+    for n in sizes:
+        lg_train, lg_inf = build(Spec("long", "local_global", n, LONG_B, LONG_H))
+        row: dict = {}
+        if n <= DENSE_MAX:
+            d_train, d_inf = build(Spec("long", "dense", n, LONG_B, LONG_H))
+            row.update(zip(("dense_t", "lg_t", "ratio_t"), compare_times(d_train, lg_train, max_reps)))
+            row.update(zip(("dense_f", "lg_f", "ratio_f"), compare_times(d_inf, lg_inf, max_reps)))
+            del d_train, d_inf
+        else:
+            lg_train(), lg_inf()
+            row["lg_t"] = min(timed(lg_train) for _ in range(max(2, min(max_reps, 3))))
+            row["lg_f"] = min(timed(lg_inf) for _ in range(max(2, min(max_reps, 3))))
+        del lg_train, lg_inf
+        gc.collect()
+        res[n] = row
+        print(f"  local_global n={n}: {row['lg_t'] * 1e3:.0f} ms fwd+bwd", file=sys.stderr, flush=True)
+    if memory:
+        specs = [Spec("long", "local_global", n, LONG_B, LONG_H) for n in sizes]
+        specs += [Spec("long", "dense", n, LONG_B, LONG_H) for n in sizes if n <= DENSE_MAX]
+        specs += [Spec("long", "local_global", HUGE_N, LONG_B, LONG_H)] if huge else []
+        measured = dict(zip(specs, measure_memory(specs, threads)))
+        for n in sizes:
+            lm = measured.get(Spec("long", "local_global", n, LONG_B, LONG_H))
+            dm = measured.get(Spec("long", "dense", n, LONG_B, LONG_H))
+            res[n]["lg_m"] = lm["fwdbwd"] if lm else None
+            res[n]["dense_m"] = dm["fwdbwd"] if dm else None
+            res[n]["ratio_m"] = lm["fwdbwd"] / dm["fwdbwd"] if lm and dm else None
+        if huge:
+            hm = measured.get(Spec("long", "local_global", HUGE_N, LONG_B, LONG_H))
+            res["huge"] = hm
+    print(f"\n### local_global vs dense masked SDPA (radius {RADIUS}, 2 global tokens, b={LONG_B}, h={LONG_H}, d=64)\n")
+    print("| n | local_global fwd+bwd ms | dense ms | ratio | local_global fwd ms | dense ms | ratio | peak MiB fwd+bwd | dense MiB | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        row = res[n]
+
+        def ms(key: str) -> str:
+            return f"{row[key] * 1e3:.1f}" if key in row else "-"
+
+        def mib(key: str) -> str:
+            return f"{row[key] / MiB:.1f}" if row.get(key) else "-"
+
+        print(f"| {n} | {ms('lg_t')} | {ms('dense_t')} | {fmt_ratio(row.get('ratio_t'))} | {ms('lg_f')} | {ms('dense_f')} "
+              f"| {fmt_ratio(row.get('ratio_f'))} | {mib('lg_m')} | {mib('dense_m')} | {fmt_ratio(row.get('ratio_m'))} |")
+    if res.get("huge"):
+        hm = res["huge"]
+        print(f"\nn = {HUGE_N} (b={LONG_B}, h={LONG_H}, d=64): local_global peak {hm['fwdbwd'] / MiB:.0f} MiB fwd+bwd, "
+              f"{hm['fwd'] / MiB:.0f} MiB fwd")
+    return res
+
+
+def targets(zoo: dict, long: dict | None) -> None:
+    rows = []
+
+    def add(label: str, value: float | None, limit: float, unit: str = "x") -> None:
+        if value is None:
+            rows.append(f"| {label} | not measured | <= {limit:g}{unit} | - |")
+            return
+        verdict = "PASS" if value <= limit else "FAIL"
+        rows.append(f"| {label} | {value:.2f}{unit} | <= {limit:g}{unit} | {verdict} |")
+
+    if ("soft_bias", 512) in zoo:
+        add("soft_bias (learnable table) fwd+bwd time vs SDPA, n=512", zoo[("soft_bias", 512)]["time_ratio"], 1.4)
+        add("soft_bias (learnable table) fwd+bwd peak memory vs SDPA, n=512", zoo[("soft_bias", 512)].get("mem_ratio"), 1.5)
+    if ("ssan", 128) in zoo:
+        add(f"ssan layer fwd+bwd time vs SDPA layer, n=128, b={B}", zoo[("ssan", 128)]["time_ratio"], 1.7)
+    if ("ssan", "b32") in zoo:
+        add("ssan layer fwd+bwd time vs SDPA layer, n=128, b=32", zoo[("ssan", "b32")]["time_ratio"], 1.7)
+    if long is not None:
+        ns = [n for n in long["n"] if n >= 1024]
+        if len(ns) >= 2:
+            add("local_global time slope (log-log, n >= 1024)", slope(ns, [long[n]["lg_t"] for n in ns]), 1.15, "")
+            mems = [long[n].get("lg_m") for n in ns]
+            add("local_global memory slope (log-log, n >= 1024)", slope(ns, mems) if all(mems) else None, 1.05, "")
+        if 8192 in long:
+            add("local_global fwd+bwd time vs dense masked SDPA, n=8192", long[8192].get("ratio_t"), 0.15)
+            add("local_global fwd+bwd peak memory vs dense masked SDPA, n=8192", long[8192].get("ratio_m"), 0.5)
+        huge = long.get("huge")
+        add(f"local_global n={HUGE_N} fwd+bwd peak memory (b={LONG_B}, h={LONG_H})", None if not huge else huge["fwdbwd"] / 2**30, 4.0, " GiB")
+    print("\n### Targets\n")
+    print("| target | measured | limit | verdict |")
+    print("|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, 2 rounds, no n=32768 run")
+    parser.add_argument("--only", help="benchmark one variant")
+    parser.add_argument("--reps", type=int, default=7, help="rounds per timed cell at most (default 7)")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="wall (default) or cpu: process CPU time, robust to other load with --threads 1")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    global _clock
+    _clock = CLOCK[args.clock]
+    if args.worker:
+        worker([Spec(**spec) for spec in json.loads(args.worker)])
+        return
+    names = attention_names()
+    if args.only is not None:
+        if args.only not in names:
+            parser.error(f"--only {args.only!r}: not a registered variant ({', '.join(names)})")
+        names = [args.only]
+    reps = 2 if args.quick else args.reps
+    memory = not args.no_memory
+    print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {args.threads} threads, "
+          f"{args.clock} clock, best of up to {reps} rounds; variants: {', '.join(names)}")
+    started = time.perf_counter()
+    zoo = zoo_table(names, ZOO_QUICK if args.quick else ZOO_SIZES, reps, memory, args.threads)
+    if "ssan" in names and not args.quick:
+        base_train, _ = build(Spec("zoo", "sdpa_layer", 128, 32, H))
+        ssan_train, _ = build(Spec("zoo", "ssan", 128, 32, H))
+        bt, vt, ratio = compare_times(base_train, ssan_train, reps)
+        zoo[("ssan", "b32")] = {"time_ratio": ratio}
+        print(f"\nssan layer at b=32, n=128: {vt * 1e3:.1f} ms vs SDPA layer {bt * 1e3:.1f} ms ({ratio:.2f}x)")
+    long = None
+    if "local_global" in names:
+        long = long_table(LONG_QUICK if args.quick else LONG_SIZES, reps, memory, args.threads, huge=not args.quick)
+    targets(zoo, long)
+    print(f"\n(total {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
