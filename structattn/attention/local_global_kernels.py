@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from structattn.attention.functional import compute_dtype, mask_value, zero_padded_queries
+from structattn.attention.functional import compute_dtype, mask_value, sdpa_allowed, zero_padded_queries
 
 
 @dataclass
@@ -304,6 +304,9 @@ def banded_attention(
         q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), (b, h, n, n) or None.
     """
     n = q.shape[2]
+    if radius * dilation >= n - 1 and dilation == 1 and not return_weights:
+        # the window covers the whole sequence: every real pair is allowed; fused SDPA, (b, 1, 1, n) mask
+        return zero_padded_queries(sdpa_allowed(q, k, v, token_mask[:, None, None, :]), token_mask), None
     lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
     slots = global_slots(is_global, token_mask)
     if return_weights:

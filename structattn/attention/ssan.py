@@ -54,8 +54,8 @@ class SelectiveSelfAttention(StructuredAttention):
 
         alpha_ij = sel_ij exp(s_ij - m_i) / sum_k sel_ik exp(s_ik - m_i),   s = q k^T / sqrt(d) (+ bias)
 
-    with ``m_i`` the largest selected score (detached), so gradients reach the policy through ``sel``.
-    Padding keys are never selected. A query row with nothing selected outputs zeros (and an all-zero weight
+    (``m_i`` any per-row shift: it cancels; see ``ssan_kernels.SelectiveAttention`` for the one used), so
+    gradients reach the policy through ``sel``. Padding keys are never selected. A query row with nothing selected outputs zeros (and an all-zero weight
     row) and passes no gradient. After each call, :attr:`last_selection_rate` holds the fraction of real
     (query, key) pairs whose selection probability exceeded ``threshold``.
 
@@ -128,10 +128,9 @@ class SelectiveSelfAttention(StructuredAttention):
         """Raise ``ValueError`` when ``available`` lacks a required field (the instance's, when called on one)."""
         missing = sorted(set(self_or_cls.requires) - set(available))
         if missing:
-            raise ValueError(
-                f"attention variant 'ssan' (structure_bias={getattr(self_or_cls, 'structure_bias', None).__class__.__name__}) "
-                f"needs structure field(s) {missing}, but {source} provides only {sorted(available)}"
-            )
+            bias = getattr(getattr(self_or_cls, "structure_bias", None), "name", None)
+            who = "attention variant 'ssan'" + (f" with structure_bias={bias!r}" if bias else "")
+            raise ValueError(f"{who} needs structure field(s) {missing}, but {source} provides only {sorted(available)}")
 
     def penalty(self) -> torch.Tensor:
         """``selection_penalty * mean P(select)`` over the real pairs of the last call (differentiable)."""
