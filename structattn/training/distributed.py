@@ -51,8 +51,14 @@ def setup(device: str = "auto") -> Distributed:
 
 
 def teardown() -> None:
-    """Leave the process group, if this process joined one."""
+    """Leave the process group, if this process joined one.
+
+    A barrier first drains the gloo worker threads: a worker still releasing the tensors of a finished
+    all-reduce needs the GIL, and the process group's destructor (run with the GIL held when the last DDP
+    reducer goes away) waits for the workers, which deadlocked now and then at the end of a run.
+    """
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 

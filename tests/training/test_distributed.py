@@ -2,6 +2,7 @@
 
 import os
 import socket
+import time
 
 import torch
 import torch.multiprocessing as mp
@@ -37,7 +38,13 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
 
 
 def test_two_gloo_processes_end_with_identical_parameters(tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    processes = mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=False)
+    deadline = time.monotonic() + 300
+    while not processes.join(timeout=5):
+        if time.monotonic() > deadline:
+            for p in processes.processes:
+                p.kill()
+            raise AssertionError("the two gloo processes did not finish within 300 s (hang in training or teardown)")
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     assert [(r["rank"], r["world"]) for r in ranks] == [(0, 2), (1, 2)]
     changed = False
