@@ -1,7 +1,9 @@
 """Benchmark: every registered attention variant against plain SDPA, and local_global against dense masked SDPA.
 
-    python benchmarks/attention.py                         # full run (wall clock, torch's default threads)
-    python benchmarks/attention.py --threads 1 --clock cpu # the robust figures on a shared, busy machine
+    python benchmarks/attention.py                         # full run: wall clock, torch's default threads
+                                                           # (about 4 minutes on 2 idle cores)
+    python benchmarks/attention.py --threads 1 --clock cpu # robust figures on a shared, busy machine
+                                                           # (about 6-12 minutes)
     python benchmarks/attention.py --quick                 # smoke run: small sizes, 2 rounds, no n=32768
     python benchmarks/attention.py --only ssan             # one variant (local_global: also the long table)
     python benchmarks/attention.py --no-memory             # times only
