@@ -66,12 +66,7 @@ class FixedDecayAttention(StructuredAttention):
         distance = structure.dense_distance().to(q.device).expand(b, n, n)
         index = fn.bucket_index(distance, token_mask, list(range(self.max_distance + 1)))
         table = self.penalty_table().to(q.device)
-        if return_weights or self.backend == "naive":
-            bias = fn.gather_bias(fn.extend_table(table, 0.0, fn.compute_dtype(q.dtype)), index)
-            allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
-            out, weights = fn.naive_attention(q, k, v, bias=bias, allowed=allowed)
-            return out, weights if return_weights else None
-        return fn.bucket_bias_attention(q, k, v, table, index, token_mask, self.backend), None
+        return fn.table_bias_attention(q, k, v, table, index, token_mask, self.backend, return_weights)
 
     def extra_repr(self) -> str:
         return f"alpha={float(self.alpha)}, max_distance={self.max_distance}, backend={self.backend!r}"

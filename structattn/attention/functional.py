@@ -394,3 +394,23 @@ def flex_bucket_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: t
             return score + ext[h, ids[b, i, j]]
 
     return _compiled_flex()(q, k, v, score_mod=score_mod)
+
+
+def table_bias_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    table: torch.Tensor,
+    index: torch.Tensor,
+    token_mask: torch.Tensor,
+    backend: str,
+    return_weights: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Bucketed-bias attention with the weights when asked for (or ``backend == "naive"``): the naive path
+    then, :func:`bucket_bias_attention` otherwise. Returns ``(out, weights or None)``."""
+    if return_weights or backend == "naive":
+        bias = gather_bias(extend_table(table, 0.0, compute_dtype(q.dtype)), index)
+        allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
+        out, weights = naive_attention(q, k, v, bias=bias, allowed=allowed)
+        return out, weights if return_weights else None
+    return bucket_bias_attention(q, k, v, table, index, token_mask, backend), None

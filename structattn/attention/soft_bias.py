@@ -136,12 +136,7 @@ class SoftBiasAttention(StructuredAttention):
         b, _, n, _ = q.shape
         token_mask = key_padding(structure, b, n, q.device)
         index = self.bucket_index(structure, b, q.device)
-        if return_weights or self.backend == "naive":
-            bias = fn.gather_bias(fn.extend_table(self.effective_table(), 0.0, fn.compute_dtype(q.dtype)), index)
-            allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
-            out, weights = fn.naive_attention(q, k, v, bias=bias, allowed=allowed)
-            return out, weights if return_weights else None
-        return fn.bucket_bias_attention(q, k, v, self.effective_table(), index, token_mask, self.backend), None
+        return fn.table_bias_attention(q, k, v, self.effective_table(), index, token_mask, self.backend, return_weights)
 
     def extra_repr(self) -> str:
         return f"buckets={self.bucket_labels()}, per_head={self.per_head}, backend={self.backend!r}"
