@@ -15,6 +15,7 @@ import torch
 from structattn import gin_setup
 from structattn.encoders import EncoderConfig
 from structattn.training import TrainConfig
+from tests.threads import one_thread  # noqa: F401  (autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {"runs", "build", "dist"}  # top-level output folders (gitignored), not configs
@@ -23,12 +24,6 @@ CONFIGS = sorted(p for p in ROOT.rglob("*.gin") if p.relative_to(ROOT).parts[0] 
 PARTIAL = {"models", "runs"}  # folders of configs/ holding building blocks, included by experiments
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_there_are_configs():

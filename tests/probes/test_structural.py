@@ -13,15 +13,9 @@ from structattn.probes.structural import DepthProbe, DistanceProbe, evaluate, fi
 from structattn.probes.tree_induction import random_tree_uuas, spanning_tree, tree_edges
 from structattn.structures import Sentence
 from tests.structures.oracles import dependency_graph, distances_from_graph, random_heads
+from tests.threads import one_thread  # noqa: F401  (autouse fixture)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: intra-op threads only add contention on a shared machine (25x slower here)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_sentences(count: int, rng: random.Random, lo: int = 5, hi: int = 10, prefix: str = "s") -> list[Sentence]:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from structattn.structures.annotators.base import Annotator
-from structattn.structures.annotators.sharding import ShardResult, shard_path, split_ranges
-from structattn.structures.cache import AnnotationCache, write_atomic
-from structattn.structures.readers import write_conllu
+from structattn.structures.annotators.sharding import ShardResult, parse_into_shard, shard_path, split_ranges
+from structattn.structures.cache import AnnotationCache
 
 #: per worker process: (annotator options, cache folder) -> (loaded annotator, cache)
 _LOADED: dict[str, tuple[Annotator, AnnotationCache | None]] = {}
@@ -50,12 +49,7 @@ def _worker_state(annotator: Annotator, cache_dir: str | None) -> tuple[Annotato
 def parse_shard_task(annotator: Annotator, cache_dir: str | None, texts: list[str], text_ids: list[Any], path: str) -> ShardResult:
     """Run on a worker: parse one shard with the worker's loaded annotator and write ``path`` atomically."""
     annotator, cache = _worker_state(annotator, cache_dir)
-    before = cache.stats() if cache is not None else {"hits": 0, "misses": 0}
-    sentences = annotator.annotate(texts, text_ids, cache)
-    write_atomic(Path(path), write_conllu(sentences).encode("utf-8"))
-    after = cache.stats() if cache is not None else before
-    return ShardResult(Path(path), len(texts), len(sentences), after["hits"] - before["hits"],
-                       after["misses"] - before["misses"])
+    return parse_into_shard(annotator, cache, texts, text_ids, path)
 
 
 def parse_sharded_dask(

@@ -57,14 +57,20 @@ def _start_worker(annotator: Annotator, cache_dir: str | None) -> None:
     _WORKER["cache"] = None if cache_dir is None else AnnotationCache(cache_dir)
 
 
-def _parse_shard(texts: list[str], text_ids: list[Any], path: str) -> ShardResult:
-    cache: AnnotationCache | None = _WORKER["cache"]
+def parse_into_shard(
+    annotator: Annotator, cache: AnnotationCache | None, texts: list[str], text_ids: list[Any], path: str
+) -> ShardResult:
+    """Parse one shard (through ``cache`` when given), write it to ``path`` atomically, count cache use."""
     before = cache.stats() if cache is not None else {"hits": 0, "misses": 0}
-    sentences = _WORKER["annotator"].annotate(texts, text_ids, cache)
+    sentences = annotator.annotate(texts, text_ids, cache)
     write_atomic(Path(path), write_conllu(sentences).encode("utf-8"))
     after = cache.stats() if cache is not None else before
     return ShardResult(Path(path), len(texts), len(sentences), after["hits"] - before["hits"],
                        after["misses"] - before["misses"])
+
+
+def _parse_shard(texts: list[str], text_ids: list[Any], path: str) -> ShardResult:
+    return parse_into_shard(_WORKER["annotator"], _WORKER["cache"], texts, text_ids, path)
 
 
 def parse_sharded(
