@@ -33,19 +33,27 @@ def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _summary(name: str, structures: Any, seconds: float, sentences: int) -> dict[str, Any]:
-    dense = structures.dense_distance()
-    real = structures.token_mask[:, :, None] & structures.token_mask[:, None, :]
-    off_diagonal = real & ~torch.eye(dense.shape[-1], dtype=torch.bool)
-    reachable = off_diagonal & (dense > 0)
-    hops = dense[reachable].float()
+def _summary(name: str, batches: list[Any], seconds: float, sentences: int) -> dict[str, Any]:
+    """Hop statistics over real off-diagonal pairs, accumulated batch by batch."""
+    tokens = pairs = unreachable = reachable = hop_sum = max_hops = 0
+    for batch in batches:
+        dense = batch.dense_distance()
+        real = batch.token_mask[:, :, None] & batch.token_mask[:, None, :]
+        off_diagonal = real & ~torch.eye(dense.shape[-1], dtype=torch.bool)
+        hops = dense[off_diagonal & (dense > 0)].long()
+        tokens += int(batch.token_mask.sum())
+        pairs += int(off_diagonal.sum())
+        unreachable += int((off_diagonal & (dense < 0)).sum())
+        reachable += hops.numel()
+        hop_sum += int(hops.sum())
+        max_hops = max(max_hops, int(hops.max()) if hops.numel() else 0)
     return {
         "provider": name,
         "sentences": sentences,
-        "tokens": int(structures.token_mask.sum()),
-        "mean hops": f"{hops.mean().item():.2f}" if hops.numel() else "-",
-        "max hops": int(hops.max().item()) if hops.numel() else 0,
-        "unreachable pairs %": f"{100 * (off_diagonal & (dense < 0)).sum().item() / max(1, off_diagonal.sum().item()):.1f}",
+        "tokens": tokens,
+        "mean hops": f"{hop_sum / reachable:.2f}" if reachable else "-",
+        "max hops": max_hops,
+        "unreachable pairs %": f"{100 * unreachable / max(1, pairs):.1f}",
         "us / sentence": f"{1e6 * seconds / sentences:.0f}",
     }
 
@@ -91,7 +99,7 @@ def demo(limit: int | None, out: Path | None, quiet: bool) -> int:
         batches = [provider.batch(sentences[i : i + 64]) for i in range(0, len(sentences), 64)]
         seconds = time.perf_counter() - start
         first[name] = provider.batch(sentences[:1])
-        rows.append(_summary(name, _concat(batches), seconds, len(sentences)))
+        rows.append(_summary(name, batches, seconds, len(sentences)))
     print(f"UD Czech PUD (bundled, CC BY-SA 3.0): {len(sentences)} sentences")
     print(_markdown(rows))
     if out is not None:
@@ -100,14 +108,6 @@ def demo(limit: int | None, out: Path | None, quiet: bool) -> int:
         (out / "structures.md").write_text(_markdown(rows) + "\n")
         print(f"wrote {out / 'structures.md'} and {out / 'distances.png'}")
     return 0
-
-
-def _concat(batches: list[Any]) -> Any:
-    """Pad a list of batches to one width and join them (summary statistics only)."""
-    from structattn.structures.collate import collate
-    from structattn.structures.providers.base import _unbatch
-
-    return collate([_unbatch(b, i) for b in batches for i in range(b.token_mask.shape[0])])
 
 
 def precompute(input_path: Path, provider_name: str, options: dict[str, Any], cache_dir: Path, quiet: bool) -> int:

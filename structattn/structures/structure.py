@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from structattn.structures._util import distance_dtype
 from structattn.structures.window_math import band_distance
 
 #: Names a variant may list in ``requires``.

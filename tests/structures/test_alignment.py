@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from structattn.structures import Sentence, get_provider
 from structattn.structures.alignment import align_to_subwords

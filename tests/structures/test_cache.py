@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import structattn
-from structattn.structures import Sentence, Structure, collate, get_provider
+from structattn.structures import Sentence, Structure, get_provider
 from structattn.structures.cache import AnnotationCache, StructureCache, _decode_structure
 from structattn.structures.providers.base import StructureProvider, _token_mask
 
