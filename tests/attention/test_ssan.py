@@ -6,12 +6,13 @@ import math
 
 import pytest
 import torch
+from scipy import stats
 
 from structattn.attention import get_attention
 from structattn.structures import Structure
 from tests.attention.cases import dependency_structure, random_qkv
 from tests.reference.soft_bias import reference_bucket
-from tests.reference.ssan import replay_gumbel, ssan_reference
+from tests.reference.ssan import replay_noise, ssan_reference
 
 B, H, N, D, DM = 2, 3, 7, 5, 11
 LENGTHS = [7, 5]
@@ -65,6 +66,23 @@ def test_train_mode_matches_reference_with_replayed_noise(soft, threshold, tempe
     assert all(g.abs().sum() > 0 for g in policy_grads), "the policy must receive a gradient"
 
 
+@pytest.mark.parametrize("temperature", [0.5, 1.7])
+def test_noise_has_the_law_of_a_difference_of_two_gumbels(temperature):
+    """The module draws ``G' - G''`` as one logistic variate; compare that draw (times tau) with explicit
+    differences of independent Gumbel(0, 1) pairs (two-sample Kolmogorov-Smirnov), and check the test has the
+    power to reject a look-alike (a single Gumbel, centred)."""
+    module = build(temperature=temperature, generator=3)
+    noise, _ = module._noise((200_000,), torch.float64, torch.device("cpu"))
+    drawn = (noise * temperature).numpy()
+    gumbel = torch.distributions.Gumbel(torch.tensor(0.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
+    torch.manual_seed(5)
+    pairs = (gumbel.sample((200_000,)) - gumbel.sample((200_000,))).numpy()
+    assert stats.ks_2samp(drawn, pairs).pvalue > 1e-3
+    assert abs(drawn.mean()) < 0.02 and drawn.var() == pytest.approx(math.pi**2 / 3, rel=0.02)
+    centred_single = (gumbel.sample((200_000,)) - 0.5772156649).numpy()
+    assert stats.ks_2samp(drawn, centred_single).pvalue < 1e-6
+
+
 def test_eval_is_deterministic_and_thresholds_sigmoid_of_e():
     module = build().eval()
     structure, q, k, v, hidden = inputs(1)
@@ -82,8 +100,8 @@ def test_straight_through_forward_is_hard_and_policy_gets_gradients():
     structure, q, k, v, hidden = inputs(2)
     state = module.generator.get_state()
     out, weights = module(q, k, v, structure, hidden=hidden, return_weights=True)
-    g1, g2 = replay_gumbel(module, (B, H, N, N), torch.float64)
-    selected = (torch.sigmoid((energy(module, hidden) + g1 - g2) / module.temperature) > 0.5) & real_pairs(structure)
+    noise = replay_noise(module, (B, H, N, N), torch.float64)
+    selected = (torch.sigmoid((energy(module, hidden) + noise) / module.temperature) > 0.5) & real_pairs(structure)
     # forward: an exact 0/1 selection, i.e. a plain softmax over the selected keys
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(D)
     expected = torch.softmax(scores.masked_fill(~selected, -math.inf), -1).nan_to_num(0.0)
@@ -148,8 +166,7 @@ def test_selection_rate_counts_selected_real_pairs(training):
     module(q, k, v, structure, hidden=hidden)
     logits = energy(module, hidden)
     if training:
-        g1, g2 = replay_gumbel(module, (B, H, N, N), torch.float64)
-        logits = logits + g1 - g2
+        logits = logits + replay_noise(module, (B, H, N, N), torch.float64)
     real = real_pairs(structure)
     selected = (torch.sigmoid(logits / module.temperature) > 0.4) & real
     rate = module.last_selection_rate

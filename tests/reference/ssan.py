@@ -13,8 +13,10 @@ Written from the paper's equations, one query at a time, sharing no code with ``
 * padding keys are never selected; a row with nothing selected outputs zeros and passes no gradient.
 
 The noise is replayed: the oracle re-creates the module's generator from the state it recorded just before
-its last draw (``module.last_noise_state``) and draws ``G'`` then ``G''`` the same way (two
-``torch.rand((b, h, n, n))`` calls).
+its last draw (``module.last_noise_state``). The module draws the difference ``G' - G''`` of the two Gumbel
+variates as one standard logistic variate (the law of that difference): ``L = log U - log(1 - U)`` from one
+``torch.rand((b, h, n, n))`` call; the oracle replays that draw. That the draw has the law of ``G' - G''`` is
+checked separately, against explicit Gumbel pairs (tests/attention/test_ssan.py).
 """
 
 from __future__ import annotations
@@ -25,17 +27,14 @@ from typing import Callable
 import torch
 
 
-def replay_gumbel(module: torch.nn.Module, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two Gumbel(0, 1) draws ``(G', G'')`` of the module's last training forward."""
+def replay_noise(module: torch.nn.Module, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """The logistic noise ``L = G' - G''`` of the module's last training forward (before division by tau)."""
     state = module.last_noise_state if module.last_noise_state is not None else module.generator.get_state()
     gen = torch.Generator(device=module.generator.device)
     gen.set_state(state)
     tiny = torch.finfo(dtype).tiny
-    draws = []
-    for _ in range(2):
-        u = torch.rand(shape, generator=gen, dtype=dtype, device=module.generator.device).clamp(min=tiny)
-        draws.append(-torch.log(-torch.log(u)))
-    return draws[0], draws[1]
+    u = torch.rand(shape, generator=gen, dtype=dtype, device=module.generator.device)
+    return torch.log(u.clamp(min=tiny)) - torch.log((1 - u).clamp(min=tiny))
 
 
 def ssan_reference(
@@ -65,8 +64,7 @@ def ssan_reference(
     pq = (x @ wq.T).reshape(b, n, h, -1)
     pk = (x @ wk.T).reshape(b, n, h, -1)
     if module.training:
-        g1, g2 = replay_gumbel(module, (b, h, n, n), torch.float64)
-        g1, g2 = g1.to(q.device), g2.to(q.device)
+        noise = replay_noise(module, (b, h, n, n), torch.float64).to(q.device)
     bias = None if bias_fn is None else bias_fn()
     tau, threshold = float(module.temperature), float(module.threshold)
     out_rows, weight_rows = [], []
@@ -76,7 +74,7 @@ def ssan_reference(
             for i in range(n):
                 energy = pk[bi, keys, hi] @ pq[bi, i, hi]  # E_ij over the real keys j
                 if module.training:
-                    energy = energy + g1[bi, hi, i, keys] - g2[bi, hi, i, keys]
+                    energy = energy + noise[bi, hi, i, keys]
                 p = torch.sigmoid(energy / tau)
                 sel = p if module.soft else (p > threshold).double() + (p - p.detach())
                 scores = (k[bi, hi, keys] @ q[bi, hi, i]) / math.sqrt(d)
