@@ -56,8 +56,8 @@ class SelectiveSelfAttention(StructuredAttention):
         alpha_ij = sel_ij exp(s_ij - m_i) / sum_k sel_ik exp(s_ik - m_i),   s = q k^T / sqrt(d) (+ bias)
 
     (``m_i`` any per-row shift: it cancels; see ``ssan_kernels.SelectiveAttention`` for the one used), so
-    gradients reach the policy through ``sel``. Padding keys are never selected. A query row with nothing selected outputs zeros (and an all-zero weight
-    row) and passes no gradient. After each call, :attr:`last_selection_rate` holds the fraction of real
+    gradients reach the policy through ``sel``. Padding keys are never selected. A query row with nothing
+    selected outputs zeros (and an all-zero weight row) and passes no gradient. After each call, :attr:`last_selection_rate` holds the fraction of real
     (query, key) pairs whose selection probability exceeded ``threshold``.
 
     Args:

@@ -22,12 +22,13 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import Hashable, Sequence
+from typing import Collection, Hashable, Sequence
 
 import numpy as np
 
 from structattn.probes.constituents import constituency_depth, top_constituents
 from structattn.probes.structural import gold_depths
+from structattn.probes.task import IGNORE
 from structattn.structures.sentence import SemanticEdge, Sentence
 
 #: Per-token ``meta`` entries carried along when words move.
@@ -36,6 +37,9 @@ PER_TOKEN_META = ("xpos", "feats")
 #: the quartiles of the maximum depth over the bundled Czech PUD (1000 sentences: 301 / 254 / 234 / 211).
 DEPENDENCY_DEPTH_BINS = (3, 4, 5)
 OTHER = "OTHER"
+#: The root's core dependents (UD core arguments and clausal complements) for the coarse top-constituent
+#: analogue: the order of subject, objects and clausal complements around the predicate.
+CORE_RELATIONS = ("nsubj", "obj", "iobj", "csubj", "ccomp")
 
 
 @dataclass(frozen=True)
@@ -113,8 +117,9 @@ def word_reordering_examples(sentences: Sequence[Sentence], seed: int = 0) -> li
     Label: ``(inserted, origin)``, two position classes over ``0..n-1``: ``inserted`` is the index of the
     moved word in the new sentence, ``origin`` the index it had in the original one (equally the index in
     the new sentence where the gap closed). The pair is uniform over moves that change the word sequence;
-    sentences with no such move (fewer than two distinct words) are skipped. Every sentence gets a move:
-    the classes are positions, so they cannot be balanced. See :func:`reorder_token_labels`.
+    sentences with no such move (fewer than two distinct words) are skipped. Every sentence gets a move.
+    ``meta["untouched"]`` is one other index, uniform over the rest (``None`` for a two-word sentence): the
+    control word of the balanced tagging, see :func:`reorder_token_labels`.
     """
     rng = random.Random(seed)
     out = []
@@ -124,7 +129,10 @@ def word_reordering_examples(sentences: Sequence[Sentence], seed: int = 0) -> li
             continue
         inserted, origin = rng.choice(moves)
         label = (inserted, origin)
-        out.append(ProbeExample(rearranged(s, moved_order(len(s), origin, inserted), "word_reordering", label), label))
+        others = [i for i in range(len(s)) if i not in label]
+        sentence = rearranged(s, moved_order(len(s), origin, inserted), "word_reordering", label)
+        sentence.meta["untouched"] = rng.choice(others) if others else None
+        out.append(ProbeExample(sentence, label))
     return out
 
 
@@ -139,10 +147,20 @@ def _runs(words: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def reorder_token_labels(n: int, label: tuple[int, int]) -> list[int]:
-    """Word reordering as token tags: 1 at the inserted word, 2 at the origin index, 0 elsewhere."""
+def reorder_token_labels(n: int, label: tuple[int, int], untouched: int | None = None) -> list[int]:
+    """Word reordering as token tags: 1 at the inserted word, 2 at the origin index, 0 elsewhere.
+
+    With ``untouched`` (balanced tagging), only three words are scored: 1 and 2 as above and 0 at the
+    ``untouched`` index; every other word is ``IGNORE`` (-100). Each sentence then contributes one target of
+    each class, so the classes are exactly balanced and the majority baseline is 1/3, where tagging every
+    word puts about nine targets in ten on class 0.
+    """
     inserted, origin = label
-    tags = [0] * n
+    if untouched is not None and untouched in (inserted, origin):
+        raise ValueError(f"untouched index {untouched} is one of the moved positions {label}")
+    tags = [0] * n if untouched is None else [IGNORE] * n
+    if untouched is not None:
+        tags[untouched] = 0
     tags[inserted], tags[origin] = 1, 2
     return tags
 
@@ -199,19 +217,26 @@ def tree_depth_examples(
     return [_labelled(sentences[k], "tree_depth", labels[k], depth=depths[k]) for k in keep]
 
 
-def top_sequence(sentence: Sentence, source: str) -> tuple[str, ...]:
+def top_sequence(sentence: Sentence, source: str, relations: Collection[str] | None = None) -> tuple[str, ...]:
     """The top constituents, or their dependency analogue: the deprels (subtypes stripped) of the root and
-    its dependents in surface order, the root itself written ``ROOT`` (``("nsubj", "ROOT", "obj", "punct")``)."""
+    its dependents in surface order, the root itself written ``ROOT`` (``("nsubj", "ROOT", "obj", "punct")``).
+
+    Args:
+        relations: keep only dependents with these (stripped) relations, e.g. :data:`CORE_RELATIONS` for the
+            order of the predicate's core arguments (``("nsubj", "ROOT", "obj")``); ``None`` keeps them all.
+            Ignored for constituency trees.
+    """
     if source == "constituency":
         return top_constituents(sentence)
     if sentence.heads is None or sentence.deprels is None:
         raise ValueError(f"sentence {sentence.id!r} needs heads and deprels for dependency top constituents")
     root = sentence.heads.index(-1)
-    return tuple(
+    sequence = (
         "ROOT" if i == root else rel.split(":")[0]
         for i, (h, rel) in enumerate(zip(sentence.heads, sentence.deprels))
         if i == root or h == root
     )
+    return tuple(r for r in sequence if relations is None or r == "ROOT" or r in relations)
 
 
 def top_constituent_examples(
@@ -221,6 +246,8 @@ def top_constituent_examples(
     classes: Sequence[str] | None = None,
     source: str = "auto",
     max_per_class: int | None = None,
+    relations: Collection[str] | None = None,
+    balance: bool = False,
 ) -> list[ProbeExample]:
     """Top constituents (Conneau et al. 2018): the ``num_classes - 1`` most frequent sequences (ties broken
     alphabetically) plus ``OTHER``; labels are the sequences joined with ``" "``.
@@ -229,15 +256,29 @@ def top_constituent_examples(
         classes: the named classes to use (e.g. those of the train split); default: from ``sentences``.
         source: ``"dependency"``, ``"constituency"`` or ``"auto"`` (as in :func:`tree_depth_examples`).
         max_per_class: keep at most this many examples per class (seeded random subset), to curb ``OTHER``.
+        relations: see :func:`top_sequence`.
+        balance: downsample every class, ``OTHER`` included, to the smallest one (seeded; source order kept).
+
+    Raises:
+        ValueError: when balancing and some class has no example.
     """
     source = _resolve(sentences, source)
-    sequences = [" ".join(top_sequence(s, source)) for s in sentences]
+    sequences = [" ".join(top_sequence(s, source, relations)) for s in sentences]
     if classes is None:
         counts = Counter(sequences)
         classes = sorted(counts, key=lambda q: (-counts[q], q))[: num_classes - 1]
     named = set(classes)
     labels = [q if q in named else OTHER for q in sequences]
-    keep = range(len(labels)) if max_per_class is None else _capped(labels, max_per_class, random.Random(seed))
+    if balance:
+        sizes = Counter(labels)
+        empty = [c for c in [*classes, OTHER] if sizes[c] == 0]
+        if empty:
+            raise ValueError(f"cannot balance top-constituent classes: no example of {empty} among "
+                             f"{len(sentences)} sentences (fewer classes or more data)")
+        cap = min(sizes.values()) if max_per_class is None else min(min(sizes.values()), max_per_class)
+        keep = _capped(labels, cap, random.Random(seed))
+    else:
+        keep = range(len(labels)) if max_per_class is None else _capped(labels, max_per_class, random.Random(seed))
     return [_labelled(sentences[k], "top_constituents", labels[k], sequence=sequences[k]) for k in keep]
 
 

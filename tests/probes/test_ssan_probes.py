@@ -9,6 +9,7 @@ import pytest
 
 from structattn.probes.constituents import constituency_depth, top_constituents
 from structattn.probes.ssan_probes import (
+    CORE_RELATIONS,
     DEPENDENCY_DEPTH_BINS,
     OTHER,
     bigram_shift_examples,
@@ -150,6 +151,16 @@ def test_word_reordering_labels(bundled):
     assert same != [(e.label, e.sentence.words) for e in word_reordering_examples(sentences, seed=6)]
     # both directions and both ends occur
     assert any(i > o for i, o in (e.label for e in examples)) and any(i < o for i, o in (e.label for e in examples))
+    # the control word: another index, roughly uniform over the words left in place
+    for e in examples:
+        untouched = e.sentence.meta["untouched"]
+        if len(e.sentence) == 2:
+            assert untouched is None
+        else:
+            assert untouched not in e.label and 0 <= untouched < len(e.sentence)
+    long = [e for e in examples if len(e.sentence) >= 10]
+    relative = Counter(min(4, 5 * e.sentence.meta["untouched"] // len(e.sentence)) for e in long)
+    assert len(relative) == 5 and min(relative.values()) > len(long) / 10, relative
 
 
 def test_word_reordering_skips_only_no_op_moves():
@@ -158,6 +169,12 @@ def test_word_reordering_skips_only_no_op_moves():
     # moving word 0 to 1 (or 1 to 0) leaves "a a b": the 4 other distinct moves remain
     assert set(labels) == {(2, 0), (2, 1), (0, 2), (1, 2)}
     assert reorder_token_labels(5, (3, 1)) == [0, 2, 0, 1, 0]
+    # balanced tagging: the inserted word, the origin and one control word; the rest is ignored
+    assert reorder_token_labels(5, (3, 1), untouched=4) == [-100, 2, -100, 1, 0]
+    with pytest.raises(ValueError, match="untouched index 1 is one of the moved positions"):
+        reorder_token_labels(5, (3, 1), untouched=1)
+    two = word_reordering_examples([Sentence(["a", "b"], heads=[-1, 0], id="ab")], seed=0)
+    assert [e.sentence.meta["untouched"] for e in two] == [None]
 
 
 # -- tree depth ----------------------------------------------------------------------------------------------
@@ -250,6 +267,39 @@ def test_top_constituents_on_the_bundled_treebank(bundled):
     assert min(named.values()) >= max(Counter(e.sentence.meta["sequence"] for e in examples if e.label == OTHER).values())
 
 
+def test_core_relation_sequences_and_balance(bundled):
+    s = hand_written()
+    assert top_sequence(s[0], "dependency", CORE_RELATIONS) == ("nsubj", "ROOT", "obj")  # punct dropped
+    assert top_sequence(s[3], "dependency", CORE_RELATIONS) == ("ROOT", "obj")  # obl, advmod dropped
+    assert top_sequence(s[0], "constituency", CORE_RELATIONS) == ("NP", "VP", ".")  # constituency: no filter
+    examples = top_constituent_examples(bundled, seed=2, num_classes=5, source="dependency",
+                                        relations=CORE_RELATIONS, balance=True)
+    counts = Counter(e.label for e in examples)
+    # recount the classes independently: the four most frequent core sequences, everything else OTHER
+    sequences = []
+    for source in bundled:
+        root = source.heads.index(-1)
+        sequences.append(" ".join(
+            "ROOT" if i == root else r.split(":")[0] for i, r in enumerate(source.deprels)
+            if i == root or (source.heads[i] == root and r.split(":")[0] in {"nsubj", "obj", "iobj", "csubj", "ccomp"})
+        ))
+    full = Counter(sequences)
+    top4 = [q for q, _ in full.most_common(4)]
+    expected_sizes = [full[q] for q in top4] + [len(bundled) - sum(full[q] for q in top4)]
+    assert sorted(counts) == sorted([*top4, OTHER])
+    assert set(counts.values()) == {min(expected_sizes)}
+    assert majority_baseline([e.label for e in examples]) == pytest.approx(0.2)
+    assert [e.sentence.id for e in examples] != [
+        e.sentence.id for e in top_constituent_examples(bundled, seed=3, num_classes=5, source="dependency",
+                                                        relations=CORE_RELATIONS, balance=True)
+    ]
+    capped = top_constituent_examples(bundled, num_classes=5, source="dependency", relations=CORE_RELATIONS,
+                                      balance=True, max_per_class=7)
+    assert set(Counter(e.label for e in capped).values()) == {7}
+    with pytest.raises(ValueError, match=r"cannot balance top-constituent classes: no example of \['never'\]"):
+        top_constituent_examples(bundled[:50], classes=["never"], source="dependency", balance=True)
+
+
 # -- shared ----------------------------------------------------------------------------------------------------
 def test_majority_baseline_and_errors():
     assert majority_baseline([1, 1, 0]) == pytest.approx(2 / 3)
@@ -267,22 +317,22 @@ def test_majority_baseline_and_errors():
 
 # -- Task wrappers ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "name, output, num_labels",
+    "name, output, num_labels, limit",
     [
-        ("ssan_bigram_shift", "sentence", 2),
-        ("ssan_word_reordering", "token", 3),
-        ("ssan_tree_depth", "sentence", 4),
-        ("ssan_top_constituents", "sentence", 20),
+        ("ssan_bigram_shift", "sentence", 2, 200),
+        ("ssan_word_reordering", "token", 3, 200),
+        ("ssan_tree_depth", "sentence", 4, 200),
+        ("ssan_top_constituents", "sentence", 5, None),  # 5 balanced classes need the whole treebank
     ],
 )
-def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels):
+def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels, limit):
     import structattn.probes.tasks.ssan_bigram_shift  # noqa: F401  (registration)
     import structattn.probes.tasks.ssan_top_constituents  # noqa: F401
     import structattn.probes.tasks.ssan_tree_depth  # noqa: F401
     import structattn.probes.tasks.ssan_word_reordering  # noqa: F401
     from structattn.probes.task import get_task
 
-    task = get_task(name, limit=200, seed=3)
+    task = get_task(name, limit=limit, seed=3)
     assert task.output == output and task.num_labels == num_labels and task.options()["seed"] == 3
     splits = task.splits()
     sources = {k: {s.meta["source_id"] for s in v} for k, v in splits.items()}
@@ -291,14 +341,40 @@ def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels):
     for items in splits.values():
         for item in items:
             y = task.label(item)
-            if output == "token":
-                assert len(y) == len(item) and sorted(y)[-2:] == [1, 2] and y.count(0) == len(item) - 2
+            if output == "token":  # balanced scoring: one word of each class, the rest ignored
+                assert len(y) == len(item) and sorted(y)[-3:] == [0, 1, 2] and y.count(-100) == len(item) - 3
             else:
                 assert 0 <= y < num_labels
     train = [task.label(x) for x in splits["train"]]
     test = [task.label(x) for x in splits["test"]]
     assert task.baseline(train, test) is not None
-    again = get_task(name, limit=200, seed=3)
+    again = get_task(name, limit=limit, seed=3)
     assert [(x.words, again.label(x)) for x in again.splits()["test"]] == [(x.words, y) for x, y in zip(splits["test"], test)]
+    if name != "ssan_bigram_shift":  # exactly balanced per split (bigram shift: up to one)
+        for items in splits.values():
+            labels = [task.label(x) for x in items]
+            counts = Counter(y for t in labels for y in (t if isinstance(t, list) else [t]) if y != -100)
+            assert len(counts) == num_labels and len(set(counts.values())) == 1, counts
+        assert task.baseline(train, test) == pytest.approx(1 / num_labels)
     with pytest.raises(ValueError, match="not one of its examples"):
         task.label(hand_written()[0])
+
+
+def test_unbalanced_options_of_the_reordering_and_top_constituent_tasks():
+    from structattn.probes.task import get_task
+
+    tagging = get_task("ssan_word_reordering", limit=100, scoring="all")
+    for item in tagging.splits()["test"]:
+        y = tagging.label(item)
+        assert sorted(y)[-2:] == [1, 2] and y.count(0) == len(item) - 2
+    assert tagging.baseline([tagging.label(x) for x in tagging.splits()["train"]],
+                            [tagging.label(x) for x in tagging.splits()["test"]]) > 0.8
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        get_task("ssan_word_reordering", scoring="pointer")
+    full = get_task("ssan_top_constituents", num_classes=20, relations="all", balance=False)
+    train = [full.label(x) for x in full.splits()["train"]]
+    assert len(train) == 800 and Counter(train).most_common(1)[0] == (19, 609)  # OTHER dominates
+    with pytest.raises(ValueError, match="relations must be 'core', 'all' or a list"):
+        get_task("ssan_top_constituents", relations="some")
+    with pytest.raises(ValueError, match="split: cannot balance top-constituent classes"):
+        get_task("ssan_top_constituents", limit=30, num_classes=8).splits()

@@ -2,32 +2,53 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from structattn.probes.ssan_probes import ProbeExample, reorder_token_labels, word_reordering_examples
 from structattn.probes.task import register_task
 from structattn.probes.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
 
+SCORING = ("balanced", "all")
+
 
 @register_task("ssan_word_reordering")
 class SsanWordReordering(SsanTask):
     """Word reordering detection as token tagging: 1 on the moved (inserted) word, 2 at the index it came
-    from, 0 elsewhere (:func:`~structattn.probes.ssan_probes.reorder_token_labels`). Yang et al. use two
-    softmaxes over positions instead; token accuracy here is dominated by the 0 tags, so compare it with
-    the majority baseline (all 0) the results table reports.
+    from, 0 for a word left in place (:func:`~structattn.probes.ssan_probes.reorder_token_labels`). Yang et
+    al. use two softmaxes over positions instead.
 
     Args:
+        scoring: ``"balanced"`` (default) scores three words per sentence, the inserted one, the origin and
+            one untouched control word drawn uniformly at build time, and ignores the rest: one target per
+            class per sentence, so the majority baseline is 1/3 and accuracy measures detection. Sentences
+            of two words have no control word and are left out of every split (the bundled treebank has
+            none). ``"all"`` tags every word (0 almost everywhere: the majority baseline is about .9).
         seed, **treebank: see :class:`~structattn.probes.tasks.ssan_base.SsanTask`.
     """
 
     output = "token"
     probe = "word_reordering"
 
+    def __init__(self, scoring: str = "balanced", **options: Any) -> None:
+        if scoring not in SCORING:
+            raise ValueError(f"task 'ssan_word_reordering': scoring must be one of {SCORING}, got {scoring!r}")
+        super().__init__(**options)
+        self.scoring = scoring
+
+    def options(self) -> dict[str, Any]:
+        return {"scoring": self.scoring, **super().options()}
+
     @property
     def num_labels(self) -> int:
         return 3
 
     def build(self, split: str, sentences: list[Sentence], seed: int) -> list[ProbeExample]:
-        return word_reordering_examples(sentences, seed)
+        examples = word_reordering_examples(sentences, seed)
+        if self.scoring == "balanced":
+            examples = [e for e in examples if e.sentence.meta["untouched"] is not None]
+        return examples
 
     def encode(self, item: Sentence, label: tuple[int, int]) -> list[int]:
-        return reorder_token_labels(len(item), label)
+        untouched = item.meta["untouched"] if self.scoring == "balanced" else None
+        return reorder_token_labels(len(item), label, untouched)
