@@ -69,14 +69,35 @@ def doc_task():
     return get_task("doc_agreement", num_sentences=3, train=6, dev=2, test=3, seed=1)
 
 
-def test_doc_agreement_labels_every_main_verb_and_nothing_else(doc_task):
-    for doc in doc_task.splits()["train"]:
-        labels, inputs = doc_task.label(doc), doc_task.inputs(doc)
+def test_doc_agreement_labels_every_main_verb_and_nothing_else():
+    task = get_task("doc_agreement", num_sentences=3, train=6, dev=2, test=3, seed=1, balance=False)
+    for doc in task.splits()["train"]:
+        labels, inputs = task.label(doc), task.inputs(doc)
         assert len(labels) == len(inputs) == len(doc.words)
         verbs = [off + s.meta["verb_index"] for s, off in zip(doc.sentences, doc.offsets)]
         assert [i for i, y in enumerate(labels) if y != IGNORE] == verbs
         assert [i for i, w in enumerate(inputs) if w == VERB_PLACEHOLDER] == verbs
         assert [labels[v] for v in verbs] == [("Sing", "Plur").index(s.meta["verb_number"]) for s in doc.sentences]
+
+
+def test_doc_agreement_splits_are_balanced_by_leaving_surplus_verbs_unscored():
+    task = get_task("doc_agreement", num_sentences=4, train=40, dev=10, test=20, seed=3)
+    plain = get_task("doc_agreement", num_sentences=4, train=40, dev=10, test=20, seed=3, balance=False)
+    for split in ("train", "dev", "test"):
+        counts, raw, dropped = Counter(), Counter(), 0
+        for doc, same in zip(task.splits()[split], plain.splits()[split]):
+            assert doc.words == same.words and task.inputs(doc) == plain.inputs(same)  # same data, same inputs
+            labels, full = task.label(doc), plain.label(same)
+            counts.update(y for y in labels if y != IGNORE)
+            raw.update(y for y in full if y != IGNORE)
+            # a scored verb keeps its label; an unscored one is a verb of the surplus number
+            assert all(y in (IGNORE, f) for y, f in zip(labels, full))
+            dropped += sum(y == IGNORE and f != IGNORE for y, f in zip(labels, full))
+        assert counts[0] == counts[1] == min(raw.values()), (split, counts, raw)
+        assert dropped == abs(raw[0] - raw[1])
+    train = [task.label(d) for d in task.splits()["train"]]
+    test = [task.label(d) for d in task.splits()["test"]]
+    assert task.baseline(train, test) == pytest.approx(0.5)
 
 
 def test_doc_agreement_documents_carry_all_three_structures(doc_task):
