@@ -38,8 +38,9 @@ PER_TOKEN_META = ("xpos", "feats")
 DEPENDENCY_DEPTH_BINS = (3, 4, 5)
 OTHER = "OTHER"
 #: The root's core dependents (UD core arguments and clausal complements) for the coarse top-constituent
-#: analogue: the order of subject, objects and clausal complements around the predicate.
-CORE_RELATIONS = ("nsubj", "obj", "iobj", "csubj", "ccomp")
+#: analogue: the order of subject, objects and clausal complements around the predicate. The spaCy (ClearNLP)
+#: names of the same relations are included, so that parsed English text gets the same analogue.
+CORE_RELATIONS = ("nsubj", "obj", "iobj", "csubj", "ccomp", "nsubjpass", "dobj", "dative", "csubjpass")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ class DepthTagging(TreebankTask):
 
     Args:
         max_depth: depths above it are labelled ``max_depth``.
-        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction`` (see :class:`TreebankTask`).
+        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache`` (see
+            :class:`TreebankTask`).
     """
 
     output = "token"

@@ -16,7 +16,8 @@ class HeadSelection(TreebankTask):
     score (UAS). The baseline attaches every word at the most frequent relative offset of the train split.
 
     Args:
-        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction`` (see :class:`TreebankTask`).
+        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache`` (see
+            :class:`TreebankTask`).
     """
 
     output = "pair"

@@ -22,7 +22,8 @@ class SsanTask(TreebankTask):
 
     Args:
         seed: seeds the builder; split ``k`` (train, dev, test) uses ``seed + k``.
-        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction`` (see :class:`TreebankTask`).
+        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache`` (see
+            :class:`TreebankTask`).
     """
 
     #: the ``meta["probe"]`` value written by the builder
