@@ -30,7 +30,8 @@ table). Attention-level variants are timed on the attention call (structure prep
 with its own policy projections, output projection) against the same layer with SDPA; also at b = 32,
 n = 128. Long table: ``local_global`` (radius 64, 2 global tokens, b = 1, h = 8, d = 64) against dense SDPA
 with the boolean mask ``band_distance(...) >= 0`` built inside the timed call (up to n = 8192), plus the peak
-memory of one n = 32768 training step.
+memory of one n = 32768 training step; and against plain unmasked SDPA (up to n = 8192), whose fused kernel
+needs no n x n buffer either: local_global's gain over it is time (linear vs quadratic), not memory.
 """
 
 from __future__ import annotations
@@ -302,7 +303,9 @@ def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int
             d_train, d_inf = build(Spec("long", "dense", n, LONG_B, LONG_H))
             row.update(zip(("dense_t", "lg_t", "ratio_t"), compare_times(d_train, lg_train, max_reps)))
             row.update(zip(("dense_f", "lg_f", "ratio_f"), compare_times(d_inf, lg_inf, max_reps)))
-            del d_train, d_inf
+            p_train, _ = build(Spec("long", "sdpa", n, LONG_B, LONG_H))
+            row.update(zip(("plain_t", "lg_t2", "ratio_plain_t"), compare_times(p_train, lg_train, max_reps)))
+            del d_train, d_inf, p_train
         else:
             lg_train(), lg_inf()
             row["lg_t"] = min(timed(lg_train) for _ in range(max(2, min(max_reps, 3))))
@@ -314,6 +317,7 @@ def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int
     if memory:
         specs = [Spec("long", "local_global", n, LONG_B, LONG_H) for n in sizes]
         specs += [Spec("long", "dense", n, LONG_B, LONG_H) for n in sizes if n <= DENSE_MAX]
+        specs += [Spec("long", "sdpa", n, LONG_B, LONG_H) for n in sizes if n <= DENSE_MAX]
         specs += [Spec("long", "local_global", HUGE_N, LONG_B, LONG_H)] if huge else []
         measured = dict(zip(specs, measure_memory(specs, threads)))
         for n in sizes:
@@ -322,6 +326,9 @@ def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int
             res[n]["lg_m"] = lm["fwdbwd"] if lm else None
             res[n]["dense_m"] = dm["fwdbwd"] if dm else None
             res[n]["ratio_m"] = lm["fwdbwd"] / dm["fwdbwd"] if lm and dm else None
+            pm = measured.get(Spec("long", "sdpa", n, LONG_B, LONG_H))
+            res[n]["plain_m"] = pm["fwdbwd"] if pm else None
+            res[n]["ratio_plain_m"] = lm["fwdbwd"] / pm["fwdbwd"] if lm and pm else None
         if huge:
             hm = measured.get(Spec("long", "local_global", HUGE_N, LONG_B, LONG_H))
             res["huge"] = hm
@@ -339,6 +346,17 @@ def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int
 
         print(f"| {n} | {ms('lg_t')} | {ms('dense_t')} | {fmt_ratio(row.get('ratio_t'))} | {ms('lg_f')} | {ms('dense_f')} "
               f"| {fmt_ratio(row.get('ratio_f'))} | {mib('lg_m')} | {mib('dense_m')} | {fmt_ratio(row.get('ratio_m'))} |")
+    print(f"\n### local_global vs plain SDPA, no mask (fused kernel: memory linear in n, time quadratic)\n")
+    print("| n | local_global fwd+bwd ms | plain SDPA ms | ratio | peak MiB fwd+bwd | plain SDPA MiB | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for n in sizes:
+        row = res[n]
+        if "plain_t" not in row:
+            continue
+        plain_m = f"{row['plain_m'] / MiB:.1f}" if row.get("plain_m") else "-"
+        lg_m = f"{row['lg_m'] / MiB:.1f}" if row.get("lg_m") else "-"
+        print(f"| {n} | {row['lg_t2'] * 1e3:.1f} | {row['plain_t'] * 1e3:.1f} | {fmt_ratio(row.get('ratio_plain_t'))} "
+              f"| {lg_m} | {plain_m} | {fmt_ratio(row.get('ratio_plain_m'))} |")
     if res.get("huge"):
         hm = res["huge"]
         print(f"\nn = {HUGE_N} (b={LONG_B}, h={LONG_H}, d=64): local_global peak {hm['fwdbwd'] / MiB:.0f} MiB fwd+bwd, "
