@@ -25,9 +25,13 @@ the step and the item.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -235,7 +239,7 @@ def cpu_peak_mib(fn: Callable[[], Any]) -> float:
     operators (``torch.profiler`` with ``profile_memory``; events in start order, self memory only)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _without_native_lines("USDT:"), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = sorted(prof.events(), key=lambda e: e.time_range.start)
     running = peak = 0
@@ -243,6 +247,26 @@ def cpu_peak_mib(fn: Callable[[], Any]) -> float:
         running += e.self_cpu_memory_usage
         peak = max(peak, running)
     return peak / 2**20
+
+
+@contextlib.contextmanager
+def _without_native_lines(prefix: str) -> Iterator[None]:
+    """Drop the lines starting with ``prefix`` that native code writes to file descriptor 2 inside the block
+    (torch's profiler announces every start and stop there); every other line is written back to stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().decode(errors="replace").splitlines(keepends=True)
+                    if not line.startswith(prefix)]
+            sys.stderr.write("".join(kept))
 
 
 def check_probe_steps(specs: Sequence[str]) -> tuple[str, ...]:

@@ -2,6 +2,8 @@
 tree), structural probes, accuracy per attractor count, step cost; metrics reach results.csv / results.md;
 a tiny model beats the majority baseline on a task with an obvious signal."""
 
+import sys
+
 import pytest
 import torch
 
@@ -85,6 +87,24 @@ def test_cpu_peak_memory_follows_the_score_matrix():
         peaks.append(cpu_peak_mib(lambda: (z @ z.T).softmax(-1).sum().backward()))
     assert peaks[0] >= 4 * 128 * 128 / 2**20
     assert peaks[1] == pytest.approx(4 * peaks[0], rel=0.1)
+
+
+def test_cpu_peak_memory_keeps_stderr_but_drops_the_profiler_announcements(capfd):
+    """torch's profiler writes a "USDT:... profiler_start/stop" line per use to file descriptor 2; the step
+    hides those lines and keeps everything else written there during the measured call."""
+    import os
+
+    from structattn.experiments.probe_steps import cpu_peak_mib
+
+    def noisy():
+        os.write(2, b"USDT: a native line to drop\nnative line to keep\n")
+        print("python line to keep", file=sys.stderr)
+        torch.randn(64, 64).sum()
+
+    cpu_peak_mib(noisy)
+    err = capfd.readouterr().err
+    assert "native line to keep" in err and "python line to keep" in err
+    assert "USDT" not in err
 
 
 def test_steps_reject_unknown_names_bad_options_and_unfit_tasks():
