@@ -14,6 +14,9 @@ step                     metrics
                          ``tree_uuas_right_branching``
 ``by_attractors``        sentence tasks whose items carry ``meta["num_attractors"]`` (``agreement``): test
                          accuracy per count, ``acc_attractors_{k}``
+``reorder_positions``    ``ssan_word_reordering`` scored over every word (Yang et al. 2019): ``pos_inserted_acc``,
+                         ``pos_origin_acc``, ``pos_both_acc``, and the most-frequent-position baselines
+                         ``pos_inserted_majority``, ``pos_origin_majority`` (other tasks: no metrics)
 ``step_cost``            training-step cost on a train batch: ``step_ms`` (forward + backward, median) and
                          ``step_peak_mib`` (peak memory of one step: CUDA's allocator statistics, or on CPU
                          the running sum of torch.profiler's per-operator allocations)
@@ -199,6 +202,47 @@ class ByAttractors(ProbeStep):
             for k, ok in enumerate((predicted == batch.labels.cpu()).tolist()):
                 hits.setdefault(int(items[start + k].meta["num_attractors"]), []).append(ok)
         return {f"acc_attractors_{c}": sum(v) / len(v) for c, v in sorted(hits.items())}
+
+
+@PROBE_STEPS.register("reorder_positions")
+class ReorderPositions(ProbeStep):
+    """Word reordering scored as Yang et al. (2019) do: over *all* words of each test sentence, the word the
+    model finds most likely to be the inserted one (tag 1) and the one most likely at the origin (tag 2),
+    against the true positions; next to the accuracy of always guessing the train split's most frequent
+    position. Runs on ``ssan_word_reordering`` (whatever its scoring); for any other task of a comparison it
+    reports nothing and says so on stderr."""
+
+    TASK = "ssan_word_reordering"
+
+    @torch.no_grad()
+    def run(self, model, data, examples, seed, device):
+        if data.task.name != self.TASK:
+            print(f"probe step 'reorder_positions': task {data.task.name!r} is not {self.TASK!r}; no metrics",
+                  file=sys.stderr)
+            return {}
+        items, test = data.items["test"], examples["test"]
+        truth = [tuple(x.meta["label"]) for x in items]  # (inserted, origin)
+        guesses: list[tuple[int, int]] = []
+        for start in range(0, len(test), 64):
+            batch = make_batch(test[start:start + 64], "token").to(device)
+            logp = model(batch).float().log_softmax(-1).cpu()  # (b, w, 3)
+            for k in range(logp.shape[0]):
+                n = len(items[start + k])
+                guesses.append((int(logp[k, :n, 1].argmax()), int(logp[k, :n, 2].argmax())))
+        train = [tuple(x.meta["label"]) for x in data.items["train"]]
+        common = [statistics.mode(position[j] for position in train) for j in (0, 1)]
+
+        def share(hit: Callable[[tuple[int, int], tuple[int, int]], bool], guess: list) -> float:
+            return sum(hit(g, t) for g, t in zip(guess, truth)) / len(truth)
+
+        fixed = [tuple(common)] * len(truth)
+        return {
+            "pos_inserted_acc": share(lambda g, t: g[0] == t[0], guesses),
+            "pos_origin_acc": share(lambda g, t: g[1] == t[1], guesses),
+            "pos_both_acc": share(lambda g, t: g == t, guesses),
+            "pos_inserted_majority": share(lambda g, t: g[0] == t[0], fixed),
+            "pos_origin_majority": share(lambda g, t: g[1] == t[1], fixed),
+        }
 
 
 @PROBE_STEPS.register("step_cost")

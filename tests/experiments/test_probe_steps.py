@@ -149,3 +149,42 @@ def test_bias_table_averages_heads_then_seeds_and_marks_the_largest_bucket():
     table = bias_markdown(records)
     assert "**+1.50 ± 0.71**" in table and "unreachable" not in table
     assert bias_markdown([{"task_label": "t", "setting": "full", "bias": []}]).startswith("No run")
+
+
+class PositionOracle:
+    """Stands in for a model on word reordering: logits that point tag 1 at the inserted word and tag 2 at the
+    origin of each test item (``swap``: tag 1 points at the origin instead)."""
+
+    def __init__(self, items, swap=False):
+        self.items, self.swap, self.offset = items, swap, 0
+
+    def __call__(self, batch):
+        b, w = batch.labels.shape
+        logits = torch.zeros(b, w, 3)
+        for k in range(b):
+            inserted, origin = self.items[self.offset + k].meta["label"]
+            logits[k, origin if self.swap else inserted, 1] = 5.0
+            logits[k, origin, 2] = 5.0
+        self.offset += b
+        return logits
+
+
+def test_reorder_positions_scores_pointers_over_every_word(capsys):
+    from collections import Counter
+
+    data = prepare_data(make_task("ssan_word_reordering(limit=150)"), make_providers(["dependency"], {}), {}, quiet=True)
+    step, test = make_probe_step("reorder_positions"), data.items["test"]
+    perfect = step.run(PositionOracle(test), data, data.examples, 0, "cpu")
+    assert perfect["pos_inserted_acc"] == perfect["pos_origin_acc"] == perfect["pos_both_acc"] == 1.0
+    swapped = step.run(PositionOracle(test, swap=True), data, data.examples, 0, "cpu")
+    assert swapped["pos_inserted_acc"] == 0.0 and swapped["pos_origin_acc"] == 1.0 and swapped["pos_both_acc"] == 0.0
+    # the baselines guess the most frequent train position (counted here independently)
+    train = [x.meta["label"] for x in data.items["train"]]
+    for j, key in ((0, "pos_inserted_majority"), (1, "pos_origin_majority")):
+        common = Counter(t[j] for t in train).most_common(1)[0][0]
+        assert perfect[key] == pytest.approx(sum(x.meta["label"][j] == common for x in test) / len(test))
+        assert perfect[key] < 0.3  # positions spread over whole sentences: far below the tags' 1/3
+    # other tasks of the same comparison: no metrics, and a notice saying so
+    other = prepare_data(make_task("ssan_bigram_shift(limit=30)"), make_providers(["dependency"], {}), {}, quiet=True)
+    assert step.run(PositionOracle([]), other, other.examples, 0, "cpu") == {}
+    assert "'reorder_positions': task 'ssan_bigram_shift' is not 'ssan_word_reordering'" in capsys.readouterr().err
