@@ -6,6 +6,7 @@ The pieces (:func:`prepare_data`, :func:`build_model`, :func:`execute`) are shar
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -145,7 +146,8 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
     names = plan_structures(spec.plan, setup.model)
     providers = make_providers(names, setup.structures)
     model = build_model(data.task, len(data.vocab), spec.plan, setup.model, providers)
-    meta = {"task": spec.task, "plan": spec.plan, "structures": {n: setup.structures.get(n, n) for n in names},
+    meta = {"task": spec.task, "task_options": _plain(data.task.options()), "plan": spec.plan,
+            "structures": {n: setup.structures.get(n, n) for n in names},
             "model": setup.model.to_dict(), "vocab": data.vocab.to_dict(), "seed": spec.seed, "run_id": spec.run_id}
     trainer = Trainer(model, setup.training, data.task.output, seed=spec.seed, context=context, quiet=quiet,
                       checkpoint_dir=None if out_dir is None else out_dir / "checkpoints",
@@ -174,6 +176,14 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     if missing:
         raise ValueError(f"the checkpoint does not say how to rebuild its model (meta lacks {missing})")
     task = make_task(meta["task"])
+    recorded = meta.get("task_options")  # absent from checkpoints written before it was recorded
+    if recorded is not None and _plain(task.options()) != recorded:
+        now = _plain(task.options())
+        changed = sorted(k for k in set(now) | set(recorded) if now.get(k) != recorded.get(k))
+        raise ValueError(
+            f"task {meta['task']!r} now builds options {now}, but the checkpoint was trained with {recorded} "
+            f"(differing: {changed}); a default changed since: write the recorded options into the task spec"
+        )
     providers = make_providers(meta["structures"], meta["structures"])
     items = task.splits()
     if split not in items:
@@ -184,6 +194,11 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     model.load_state_dict(data["model"])
     examples = encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
     return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
+
+
+def _plain(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options as JSON gives them back (tuples as lists), so recorded and rebuilt options compare equal."""
+    return json.loads(json.dumps(options, sort_keys=True, default=str))
 
 
 def _only(example: Example, names: set[str]) -> Example:

@@ -80,6 +80,15 @@ def test_checkpoint_rebuilds_and_scores_like_the_run(unsharded):
     assert data["config"] == "compare.seeds = [0]" and data["meta"]["plan"] == "soft_bias(dependency)"
     scores = evaluate_checkpoint(data, "test", quiet=True)
     assert scores["accuracy"] == pytest.approx(records[1]["metrics"]["test_accuracy"], abs=1e-9)
+    # the task's options are recorded; a rebuilt task whose options differ (a default changed) is refused
+    recorded = data["meta"]["task_options"]
+    assert recorded["limit"] is not None and "max_depth" in recorded
+    changed = {**data, "meta": {**data["meta"], "task_options": {**recorded, "max_depth": recorded["max_depth"] + 1}}}
+    with pytest.raises(ValueError, match=r"the checkpoint was trained with .*differing: \['max_depth'\]"):
+        evaluate_checkpoint(changed, "test", quiet=True)
+    # checkpoints written before options were recorded still evaluate
+    older = {**data, "meta": {k: v for k, v in data["meta"].items() if k != "task_options"}}
+    assert evaluate_checkpoint(older, "test", quiet=True)["accuracy"] == scores["accuracy"]
 
 
 @pytest.mark.parametrize(
