@@ -1,5 +1,6 @@
-"""Plots of a comparison (matplotlib, Agg backend): learning curves, learned bias per distance bucket per
-layer, attention heatmaps with the gold structure overlaid."""
+"""Plots of a comparison (matplotlib, Agg backend): test scores per setting against the majority baseline,
+learning curves, learned bias per distance bucket per layer, attention heatmaps with the gold structure
+overlaid."""
 
 from __future__ import annotations
 
@@ -51,6 +52,31 @@ def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
     fig.suptitle("Learning curves (thin: seeds, thick: mean)")
+    return _save(fig, path)
+
+
+def plot_scores(records: Sequence[Record], path: Path) -> Path:
+    """Test score per setting: one panel per task, a bar at the mean over seeds with a std error bar, one dot
+    per seed, and the majority-class baseline as a dashed line (when the task has one)."""
+    tasks = _group(records)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(4.5, 1.3 * max(map(len, tasks.values())) + 2) * len(tasks), 4.5),
+                             squeeze=False)
+    for ax, (task, settings) in zip(axes[0], tasks.items()):
+        for x, (setting, runs) in enumerate(settings.items()):
+            scores = [r["metrics"]["test_accuracy"] for r in runs]
+            ax.bar(x, np.mean(scores), yerr=np.std(scores, ddof=1) if len(scores) > 1 else None, capsize=4,
+                   color="#9ecae1", edgecolor="#3182bd")
+            ax.plot([x] * len(scores), scores, "o", color="#08519c", ms=4, alpha=0.8)
+        baselines = [r["metrics"]["majority_baseline"] for runs in settings.values() for r in runs
+                     if "majority_baseline" in r["metrics"]]
+        if baselines:
+            ax.axhline(baselines[0], color="grey", ls="--", lw=1, label=f"majority {baselines[0]:.3f}")
+            ax.legend(fontsize=8, loc="lower right")
+        ax.set_xticks(range(len(settings)), list(settings), rotation=30, ha="right")
+        ax.set_ylabel(f"test {next(iter(settings.values()))[0].get('metric', 'accuracy')}")
+        ax.set_title(task)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Test score per setting (bar: mean, error bar: std, dots: seeds)")
     return _save(fig, path)
 
 
@@ -111,9 +137,10 @@ def _save(fig: plt.Figure, path: Path) -> Path:
 
 
 def write_plots(records: Sequence[Record], out_dir: Path) -> list[Path]:
-    """All plots of a comparison under ``out_dir``: ``learning_curves.png``, ``bias_<task>_<setting>.png``
-    (settings with learned bias tables), ``attention_<task>_<setting>.png`` (first seed)."""
-    paths = [plot_learning_curves(records, out_dir / "learning_curves.png")]
+    """All plots of a comparison under ``out_dir``: ``scores.png``, ``learning_curves.png``,
+    ``bias_<task>_<setting>.png`` (settings with learned bias tables), ``attention_<task>_<setting>.png``
+    (first seed)."""
+    paths = [plot_scores(records, out_dir / "scores.png"), plot_learning_curves(records, out_dir / "learning_curves.png")]
     for task, settings in _group(records).items():
         for setting, runs in settings.items():
             stem = f"{_slug(task)}_{_slug(setting)}"

@@ -42,7 +42,7 @@ def test_outputs_of_a_comparison(unsharded):
     assert "| setting | test accuracy | dev accuracy | seeds |" in (out / "results.md").read_text()
     pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
     assert pngs == ["attention_depth_full.png", "attention_depth_soft-bias-dep.png", "bias_depth_soft-bias-dep.png",
-                    "learning_curves.png"]
+                    "learning_curves.png", "scores.png"]
     assert all((out / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
     assert (out / "runs" / records[0]["run_id"] / "checkpoints" / "best.pt").is_file()
 
