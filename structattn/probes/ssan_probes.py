@@ -22,12 +22,12 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import Collection, Hashable, Sequence
+from typing import Callable, Collection, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from structattn.probes.constituents import constituency_depth, top_constituents
-from structattn.probes.structural import gold_depths
+from structattn.probes.structural import tree_depths
 from structattn.probes.task import IGNORE
 from structattn.structures.sentence import SemanticEdge, Sentence
 
@@ -174,8 +174,7 @@ def max_depths(sentences: Sequence[Sentence], source: str) -> list[int]:
     for s in sentences:
         if s.heads is None:
             raise ValueError(f"sentence {s.id!r} has no heads (a dependency tree is needed)")
-    n = max(len(s) for s in sentences)
-    return [int(d) for d in gold_depths(sentences, n).max(-1).values]
+    return [max(tree_depths(s.heads)) for s in sentences]
 
 
 def quantile_bins(values: Sequence[int], num_classes: int) -> tuple[int, ...]:
@@ -214,7 +213,10 @@ def tree_depth_examples(
     if bins is None:
         bins = DEPENDENCY_DEPTH_BINS if source == "dependency" else quantile_bins(depths, 4)
     labels = [depth_class(d, bins) for d in depths]
-    keep = _balanced(labels, len(bins) + 1, random.Random(seed)) if balance else range(len(labels))
+    keep = range(len(labels))
+    if balance:
+        keep = _balanced(labels, range(len(bins) + 1), random.Random(seed),
+                         lambda sizes: f"cannot balance tree-depth classes: sizes per class {sizes} (choose other bins)")
     return [_labelled(sentences[k], "tree_depth", labels[k], depth=depths[k]) for k in keep]
 
 
@@ -265,22 +267,23 @@ def top_constituent_examples(
     """
     source = _resolve(sentences, source)
     sequences = [" ".join(top_sequence(s, source, relations)) for s in sentences]
-    if classes is None:
-        counts = Counter(sequences)
-        classes = sorted(counts, key=lambda q: (-counts[q], q))[: num_classes - 1]
+    classes = top_classes(sequences, num_classes) if classes is None else classes
     named = set(classes)
     labels = [q if q in named else OTHER for q in sequences]
+    keep: Sequence[int] = range(len(labels))
     if balance:
-        sizes = Counter(labels)
-        empty = [c for c in [*classes, OTHER] if sizes[c] == 0]
-        if empty:
-            raise ValueError(f"cannot balance top-constituent classes: no example of {empty} among "
-                             f"{len(sentences)} sentences (fewer classes or more data)")
-        cap = min(sizes.values()) if max_per_class is None else min(min(sizes.values()), max_per_class)
-        keep = _capped(labels, cap, random.Random(seed))
-    else:
-        keep = range(len(labels)) if max_per_class is None else _capped(labels, max_per_class, random.Random(seed))
+        keep = _balanced(labels, [*classes, OTHER], random.Random(seed), lambda sizes: (
+            f"cannot balance top-constituent classes: no example of {[c for c, v in sizes.items() if v == 0]} "
+            f"among {len(sentences)} sentences (fewer classes or more data)"), cap=max_per_class)
+    elif max_per_class is not None:
+        keep = _capped(labels, max_per_class, random.Random(seed))
     return [_labelled(sentences[k], "top_constituents", labels[k], sequence=sequences[k]) for k in keep]
+
+
+def top_classes(sequences: Sequence[str], num_classes: int) -> list[str]:
+    """The ``num_classes - 1`` most frequent sequences, by frequency (ties broken alphabetically)."""
+    counts = Counter(sequences)
+    return sorted(counts, key=lambda q: (-counts[q], q))[: num_classes - 1]
 
 
 def majority_baseline(labels: Sequence[Hashable]) -> float:
@@ -305,14 +308,15 @@ def _labelled(sentence: Sentence, probe: str, label: Hashable, **extra: object) 
     return ProbeExample(replace(sentence, id=f"{sentence.id}/{probe}", meta=meta), label)
 
 
-def _balanced(labels: list[int], num_classes: int, rng: random.Random) -> list[int]:
-    by_class = defaultdict(list)
-    for k, y in enumerate(labels):
-        by_class[y].append(k)
-    sizes = {c: len(by_class[c]) for c in range(num_classes)}
+def _balanced(labels: list[Hashable], classes: Iterable[Hashable], rng: random.Random,
+              cannot: Callable[[dict[Hashable, int]], str], cap: int | None = None) -> list[int]:
+    """Indices of an equal-size random subset of each of ``classes`` (at most ``cap`` each); when a class has
+    no example, ``ValueError(cannot(sizes per class))``."""
+    counts = Counter(labels)
+    sizes = {c: counts[c] for c in classes}
     if min(sizes.values()) == 0:
-        raise ValueError(f"cannot balance tree-depth classes: sizes per class {sizes} (choose other bins)")
-    return _capped(labels, min(sizes.values()), rng)
+        raise ValueError(cannot(sizes))
+    return _capped(labels, min(sizes.values()) if cap is None else min(min(sizes.values()), cap), rng)
 
 
 def _capped(labels: list[Hashable], cap: int, rng: random.Random) -> list[int]:

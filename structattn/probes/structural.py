@@ -37,9 +37,10 @@ from scipy.stats import spearmanr
 from torch import nn
 from tqdm.auto import tqdm
 
-from structattn.probes.tree_induction import punctuation_keep, spanning_tree, tree_edges, uuas
+from structattn.probes.tree_induction import punctuation_keep
 from structattn.structures.providers import get_provider
 from structattn.structures.sentence import Sentence
+from structattn.structures.trees import probe_loss, spanning_tree, tree_edges, uuas
 
 
 class StructuralProbe(nn.Module):
@@ -104,10 +105,7 @@ class DistanceProbe(StructuralProbe):
         return gold_distances(sentences, n)
 
     def loss(self, predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
-        pairs = token_mask[:, :, None] & token_mask[:, None, :]  # (b, n, n)
-        err = torch.where(pairs, (predicted - gold.to(predicted.dtype)).abs(), torch.zeros_like(predicted))
-        lengths = token_mask.sum(-1).to(predicted.dtype)
-        return (err.sum((-1, -2)) / lengths.pow(2)).mean()
+        return probe_loss(predicted, gold, token_mask)
 
     def metrics(self, predicted, gold, sentences, exclude_punct, length_range):
         decoded, edges, by_length = [], [], defaultdict(list)
@@ -148,6 +146,20 @@ class DepthProbe(StructuralProbe):
             if length_range[0] <= len(s) <= length_range[1]:
                 by_length[len(s)].append(_spearman(pred, true))
         return {"root_acc": correct / len(sentences), **_macro_spearman(by_length)}
+
+
+def tree_depths(heads: list[int]) -> list[int]:
+    """Hops from every word up to the root (heads 0-based, -1 for the root)."""
+    depths: list[int | None] = [None] * len(heads)
+    for start in range(len(heads)):
+        path, i = [], start
+        while i != -1 and depths[i] is None:
+            path.append(i)
+            i = heads[i]
+        base = -1 if i == -1 else depths[i]
+        for k, j in enumerate(reversed(path), start=1):
+            depths[j] = base + k
+    return depths  # type: ignore[return-value]
 
 
 def gold_distances(sentences: Sequence[Sentence], n: int) -> torch.Tensor:

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from structattn.probes.structural import tree_depths
 from structattn.probes.task import register_task
 from structattn.probes.tasks.treebank import TreebankTask
 from structattn.structures.sentence import Sentence
-
-
-def tree_depths(heads: list[int]) -> list[int]:
-    """Hops from every word up to the root (heads 0-based, -1 for the root)."""
-    depths: list[int | None] = [None] * len(heads)
-    for start in range(len(heads)):
-        path, i = [], start
-        while i != -1 and depths[i] is None:
-            path.append(i)
-            i = heads[i]
-        base = -1 if i == -1 else depths[i]
-        for k, j in enumerate(reversed(path), start=1):
-            depths[j] = base + k
-    return depths  # type: ignore[return-value]
 
 
 @register_task("depth_tagging")

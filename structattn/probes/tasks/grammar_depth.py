@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from structattn.probes.structural import tree_depths
 from structattn.probes.task import register_task
-from structattn.probes.tasks.depth_tagging import tree_depths
 from structattn.probes.tasks.synthetic import SyntheticTask
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.sentence import Sentence

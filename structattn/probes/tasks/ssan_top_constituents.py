@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from structattn.probes.ssan_probes import CORE_RELATIONS, OTHER, ProbeExample, top_constituent_examples
+from structattn.probes.ssan_probes import (
+    CORE_RELATIONS,
+    OTHER,
+    ProbeExample,
+    top_classes,
+    top_constituent_examples,
+    top_sequence,
+)
 from structattn.probes.task import register_task
 from structattn.probes.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
@@ -64,9 +71,8 @@ class SsanTopConstituents(SsanTask):
     def build(self, split: str, sentences: list[Sentence], seed: int) -> list[ProbeExample]:
         relations = self._relations()
         if split == "train":
-            train = top_constituent_examples(sentences, seed, self.num_classes, source="dependency",
-                                             relations=relations)
-            self.classes = _by_frequency([e.label for e in train])
+            self.classes = top_classes([" ".join(top_sequence(s, "dependency", relations)) for s in sentences],
+                                       self.num_classes)
         if self.classes is None:
             raise RuntimeError(f"task {self.name!r}: the train split must be built first")
         try:
@@ -82,10 +88,3 @@ class SsanTopConstituents(SsanTask):
         assert self.classes is not None
         return self.num_classes - 1 if label == OTHER else self.classes.index(label)
 
-
-def _by_frequency(labels: list[str]) -> list[str]:
-    counts: dict[str, int] = {}
-    for y in labels:
-        if y != OTHER:
-            counts[y] = counts.get(y, 0) + 1
-    return sorted(counts, key=lambda q: (-counts[q], q))

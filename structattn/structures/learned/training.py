@@ -13,18 +13,7 @@ from structattn.structures.learned.predictor import DistancePredictor, Predictor
 from structattn.structures.learned.words import WordFeatures
 from structattn.structures.providers.dependency import DependencyProvider
 from structattn.structures.sentence import Sentence
-
-
-def probe_loss(predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
-    """Structural-probe L1 loss: per sentence ``sum_{i,j} |gold - predicted| / n^2``, mean over sentences.
-
-    Shapes:
-        predicted (b, n, n) float, gold (b, n, n) integer hops, token_mask (b, n) bool -> scalar.
-    """
-    pairs = token_mask[:, :, None] & token_mask[:, None, :]
-    err = torch.where(pairs, (predicted - gold.to(predicted.dtype)).abs(), torch.zeros_like(predicted))
-    lengths = token_mask.sum(-1).to(predicted.dtype)
-    return (err.sum((-1, -2)) / lengths.pow(2)).mean()
+from structattn.structures.trees import probe_loss
 
 
 def predicted_heads(model: DistancePredictor, sentences: Sequence[Sentence], batch_size: int = 64) -> list[list[int]]:
