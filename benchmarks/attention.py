@@ -137,8 +137,7 @@ def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None])
 
         return _closures(None, dense, [q, k, v])
-    options = {"generator": 0, "d_model": D_MODEL} if spec.name == "ssan" else {}
-    module = get_attention(spec.name, num_heads=spec.h, head_dim=d, **options)
+    module = get_attention(spec.name, num_heads=spec.h, head_dim=d)
     hidden = torch.randn(spec.b, spec.n, spec.h * d, generator=gen) if module.needs_hidden else None
     return _closures(module, lambda: module(q, k, v, structure, hidden=hidden), [q, k, v])
 

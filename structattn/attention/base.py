@@ -18,7 +18,8 @@ a zero vector (and an all-zero weight row), never NaN.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import functools
+from typing import Any, Callable, ClassVar
 
 import torch
 from torch import nn
@@ -38,6 +39,17 @@ def get_attention(name: str, **options: object) -> "StructuredAttention":
 def attention_names() -> list[str]:
     """Names of every registered variant."""
     return ATTENTION.names()
+
+
+class _instance_or_class_method:
+    """Descriptor: the wrapped function receives the instance when called on one, else the class."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        functools.update_wrapper(self, func)
+
+    def __get__(self, obj: object, cls: type) -> Callable[..., Any]:
+        return functools.partial(self.func, cls if obj is None else obj)
 
 
 class StructuredAttention(nn.Module):
@@ -63,15 +75,23 @@ class StructuredAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = head_dim
 
-    @classmethod
-    def check_fields(cls, available: set[str] | frozenset[str], source: str = "the structure") -> None:
-        """Build-time check: raise ``ValueError`` when ``available`` lacks a field the variant requires."""
-        missing = sorted(set(cls.requires) - set(available))
+    @_instance_or_class_method
+    def check_fields(self_or_cls: Any, available: set[str] | frozenset[str], source: str = "the structure") -> None:
+        """Build-time check: raise ``ValueError`` when ``available`` lacks a field the variant requires. On the
+        class it checks the class's ``requires``; on a built module, the module's (options may add fields, e.g.
+        ``ssan``'s ``structure_bias``)."""
+        missing = sorted(set(self_or_cls.requires) - set(available))
         if missing:
+            owner = self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls)
+            detail = "" if self_or_cls is owner else self_or_cls.field_detail()
             raise ValueError(
-                f"attention variant {getattr(cls, 'name', cls.__name__)!r} needs structure field(s) {missing}, "
-                f"but {source} provides only {sorted(available)}"
+                f"attention variant {getattr(owner, 'name', owner.__name__)!r}{detail} needs structure field(s) "
+                f"{missing}, but {source} provides only {sorted(available)}"
             )
+
+    def field_detail(self) -> str:
+        """Hook: text after the variant's name in a missing-field error of a built module (default none)."""
+        return ""
 
     def forward(
         self,

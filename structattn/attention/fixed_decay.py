@@ -5,10 +5,9 @@ from __future__ import annotations
 import torch
 
 from structattn.attention import functional as fn
-from structattn.attention.base import StructuredAttention, key_padding, register_attention
+from structattn.attention.base import StructuredAttention, register_attention
+from structattn.attention.soft_bias import BACKENDS, distance_buckets
 from structattn.structures.structure import Structure
-
-BACKENDS = ("sdpa", "flex", "naive")
 
 
 @register_attention("fixed_decay")
@@ -61,10 +60,7 @@ class FixedDecayAttention(StructuredAttention):
         return_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         assert structure is not None  # guaranteed by requires
-        b, _, n, _ = q.shape
-        token_mask = key_padding(structure, b, n, q.device)
-        distance = structure.dense_distance().to(q.device).expand(b, n, n)
-        index = fn.bucket_index(distance, token_mask, list(range(self.max_distance + 1)))
+        index, token_mask = distance_buckets(structure, q.shape[0], q.device, list(range(self.max_distance + 1)))
         table = self.penalty_table().to(q.device)
         return fn.table_bias_attention(q, k, v, table, index, token_mask, self.backend, return_weights)
 

@@ -306,7 +306,7 @@ def banded_attention(
     n = q.shape[2]
     if radius * dilation >= n - 1 and dilation == 1 and not return_weights:
         # the window covers the whole sequence: every real pair is allowed; fused SDPA, (b, 1, 1, n) mask
-        return zero_padded_queries(sdpa_allowed(q, k, v, token_mask[:, None, None, :]), token_mask), None
+        return sdpa_allowed(q, k, v, token_mask[:, None, None, :], token_mask), None
     lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
     slots = global_slots(is_global, token_mask)
     if return_weights:

@@ -47,6 +47,21 @@ def bucket_edges(
     return edges
 
 
+def distance_buckets(
+    structure: Structure, batch_size: int, device: torch.device, lower_edges: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bucket codes of the structure's distances (:func:`structattn.attention.functional.bucket_index`) and
+    the key padding mask. Shared with ``fixed_decay``, which uses the same buckets.
+
+    Shapes:
+        returns index ``(b, n, n)`` and token_mask ``(b, n)``.
+    """
+    distance = structure.dense_distance().to(device)
+    token_mask = key_padding(structure, batch_size, distance.shape[-1], device)
+    distance = distance.expand(batch_size, *distance.shape[-2:])
+    return fn.bucket_index(distance, token_mask, lower_edges), token_mask
+
+
 @register_attention("soft_bias")
 class SoftBiasAttention(StructuredAttention):
     """Scores plus a learned bias per distance bucket (structural / syntax-guided bias):
@@ -103,10 +118,7 @@ class SoftBiasAttention(StructuredAttention):
 
     def bucket_index(self, structure: Structure, batch_size: int, device: torch.device) -> torch.Tensor:
         """``(b, n, n)`` bucket codes (see :func:`structattn.attention.functional.bucket_index`)."""
-        distance = structure.dense_distance().to(device)
-        token_mask = key_padding(structure, batch_size, distance.shape[-1], device)
-        distance = distance.expand(batch_size, *distance.shape[-2:])
-        return fn.bucket_index(distance, token_mask, self.lower_edges)
+        return distance_buckets(structure, batch_size, device, self.lower_edges)[0]
 
     def effective_table(self) -> torch.Tensor:
         """``scale * table``: ``(K)`` or ``(h, K)``."""
@@ -133,9 +145,7 @@ class SoftBiasAttention(StructuredAttention):
         return_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         assert structure is not None  # guaranteed by requires
-        b, _, n, _ = q.shape
-        token_mask = key_padding(structure, b, n, q.device)
-        index = self.bucket_index(structure, b, q.device)
+        index, token_mask = distance_buckets(structure, q.shape[0], q.device, self.lower_edges)
         return fn.table_bias_attention(q, k, v, self.effective_table(), index, token_mask, self.backend, return_weights)
 
     def extra_repr(self) -> str:

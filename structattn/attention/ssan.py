@@ -6,9 +6,8 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim.
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from einops import rearrange
@@ -17,17 +16,6 @@ from torch import nn
 from structattn.attention.base import ATTENTION, StructuredAttention, key_padding, register_attention
 from structattn.attention.ssan_kernels import SelectiveAttention
 from structattn.structures.structure import Structure
-
-
-class _instance_or_class_method:
-    """Descriptor: the wrapped function receives the instance when called on one, else the class."""
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj: object, cls: type) -> Callable[..., Any]:
-        return functools.partial(self.func, cls if obj is None else obj)
 
 
 def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
@@ -124,14 +112,10 @@ class SelectiveSelfAttention(StructuredAttention):
             raise ValueError(f"ssan: structure_bias {name!r} has no bias(structure, dtype) method (use 'soft_bias')")
         return bias_cls(num_heads=self.num_heads, head_dim=self.head_dim, **options)
 
-    @_instance_or_class_method
-    def check_fields(self_or_cls: Any, available: set[str] | frozenset[str], source: str = "the structure") -> None:
-        """Raise ``ValueError`` when ``available`` lacks a required field (the instance's, when called on one)."""
-        missing = sorted(set(self_or_cls.requires) - set(available))
-        if missing:
-            bias = getattr(getattr(self_or_cls, "structure_bias", None), "name", None)
-            who = "attention variant 'ssan'" + (f" with structure_bias={bias!r}" if bias else "")
-            raise ValueError(f"{who} needs structure field(s) {missing}, but {source} provides only {sorted(available)}")
+    def field_detail(self) -> str:
+        """Names the structure bias in missing-field errors (see :meth:`StructuredAttention.check_fields`)."""
+        bias = getattr(self.structure_bias, "name", None)
+        return f" with structure_bias={bias!r}" if bias else ""
 
     def penalty(self) -> torch.Tensor:
         """``selection_penalty * mean P(select)`` over the real pairs of the last call (differentiable)."""

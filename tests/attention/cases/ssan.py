@@ -7,19 +7,11 @@ import torch
 
 from structattn.attention import get_attention
 from structattn.attention.base import StructuredAttention
-from structattn.structures import Sentence, Structure, get_provider
+from structattn.structures import Structure
+from tests.attention.cases import dependency_structure
 from tests.reference.ssan import ssan_reference
 
 SEED = 1234
-
-
-def random_heads(n: int, generator: torch.Generator) -> list[int]:
-    """Heads of a uniformly shuffled random recursive tree over ``n`` words (0-based, -1 root)."""
-    order = torch.randperm(n, generator=generator).tolist()
-    heads = [-1] * n
-    for pos in range(1, n):
-        heads[order[pos]] = order[int(torch.randint(0, pos, (1,), generator=generator))]
-    return heads
 
 
 def make(num_heads: int, head_dim: int) -> StructuredAttention:
@@ -35,11 +27,7 @@ def make(num_heads: int, head_dim: int) -> StructuredAttention:
 
 def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
     """Random dependency trees through the real ``dependency`` provider."""
-    sentences = [
-        Sentence(words=[f"w{i}" for i in range(n)], heads=random_heads(n, generator), id=f"s{k}")
-        for k, n in enumerate(lengths)
-    ]
-    return get_provider("dependency").batch(sentences)
+    return dependency_structure(lengths, generator)
 
 
 def reference(
