@@ -31,8 +31,18 @@ class TaskModel(nn.Module):
 
     def run(self, batch: Batch, return_attention: bool = False, return_bias: bool = False) -> tuple[torch.Tensor, EncoderOutput]:
         """Logits and the encoder output (attention weights / bias tables when asked for)."""
+        words, word_mask, out = self.encode_words(batch, return_attention, return_bias)
+        return self.head(words, word_mask), out
+
+    def encode_words(self, batch: Batch, return_attention: bool = False,
+                     return_bias: bool = False) -> tuple[torch.Tensor, torch.Tensor, EncoderOutput]:
+        """Each word's hidden state (its first token's), the word mask and the encoder output; no head.
+
+        Shapes:
+            words (b, w, d_model), word_mask (b, w).
+        """
         out = self.encoder(batch.input_ids, batch.token_mask, batch.structures,
                            return_attention=return_attention, return_bias=return_bias)
         starts, word_mask = batch.word_starts
         words = out.hidden.gather(1, starts[..., None].expand(-1, -1, out.hidden.shape[-1]))  # (b, w, d_model)
-        return self.head(words, word_mask), out
+        return words, word_mask, out

@@ -13,6 +13,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from structattn.experiments.results import mean_std
+
 
 def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """``{"task", "setting", "layer", "group", "labels", "mean", "std", "runs"}`` per (task, setting, layer,
@@ -29,8 +31,8 @@ def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for key, runs in cells.items():
         columns = list(zip(*runs))
         rows.append({"task": key[0], "setting": key[1], "layer": key[2], "group": key[3], "labels": labels[key],
-                     "mean": [statistics.fmean(c) for c in columns],
-                     "std": [statistics.stdev(c) if len(c) > 1 else 0.0 for c in columns], "runs": len(runs)})
+                     "mean": [mean_std(c)[0] for c in columns], "std": [mean_std(c)[1] for c in columns],
+                     "runs": len(runs)})
     return rows
 
 

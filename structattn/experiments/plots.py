@@ -4,7 +4,6 @@ overlaid."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,24 +13,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from structattn.experiments.results import group_runs, mean_std, slug  # noqa: E402
+
 Record = dict[str, Any]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:60] or "x"
-
-
-def _group(records: Sequence[Record]) -> dict[str, dict[str, list[Record]]]:
-    out: dict[str, dict[str, list[Record]]] = {}
-    for r in sorted(records, key=lambda r: r["index"]):
-        out.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
-    return out
 
 
 def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
     """Dev score and train loss against steps: one column per task, one colour per setting (thin: seeds,
     thick: mean over seeds at the steps all seeds reached)."""
-    tasks = _group(records)
+    tasks = group_runs(records)
     fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False, sharex="col")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for col, (task, settings) in enumerate(tasks.items()):
@@ -58,13 +48,14 @@ def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
 def plot_scores(records: Sequence[Record], path: Path) -> Path:
     """Test score per setting: one panel per task, a bar at the mean over seeds with a std error bar, one dot
     per seed, and the majority-class baseline as a dashed line (when the task has one)."""
-    tasks = _group(records)
+    tasks = group_runs(records)
     fig, axes = plt.subplots(1, len(tasks), figsize=(max(4.5, 1.3 * max(map(len, tasks.values())) + 2) * len(tasks), 4.5),
                              squeeze=False)
     for ax, (task, settings) in zip(axes[0], tasks.items()):
         for x, (setting, runs) in enumerate(settings.items()):
             scores = [r["metrics"]["test_accuracy"] for r in runs]
-            ax.bar(x, np.mean(scores), yerr=np.std(scores, ddof=1) if len(scores) > 1 else None, capsize=4,
+            mean, std = mean_std(scores)
+            ax.bar(x, mean, yerr=std if len(scores) > 1 else None, capsize=4,
                    color="#9ecae1", edgecolor="#3182bd")
             ax.plot([x] * len(scores), scores, "o", color="#08519c", ms=4, alpha=0.8)
         baselines = [r["metrics"]["majority_baseline"] for runs in settings.values() for r in runs
@@ -141,9 +132,9 @@ def write_plots(records: Sequence[Record], out_dir: Path) -> list[Path]:
     ``bias_<task>_<setting>.png`` (settings with learned bias tables), ``attention_<task>_<setting>.png``
     (first seed)."""
     paths = [plot_scores(records, out_dir / "scores.png"), plot_learning_curves(records, out_dir / "learning_curves.png")]
-    for task, settings in _group(records).items():
+    for task, settings in group_runs(records).items():
         for setting, runs in settings.items():
-            stem = f"{_slug(task)}_{_slug(setting)}"
+            stem = f"{slug(task, 60)}_{slug(setting, 60)}"
             if runs[0]["bias"]:
                 paths.append(plot_bias(runs, out_dir / f"bias_{stem}.png"))
             if runs[0].get("heatmap"):

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from structattn.encoders.batch import Batch
 from structattn.encoders.calls import parse_call
 from structattn.encoders.model import TaskModel
 from structattn.probes import structural, tree_induction
@@ -96,22 +97,25 @@ def gold_sentences(data: PreparedData, split: str, step: str, limit: int | None)
     return items  # type: ignore[return-value]
 
 
+def batches(examples: Sequence[Example], output: str, device: torch.device | str,
+            size: int = 64) -> Iterator[tuple[int, Batch]]:
+    """``(index of the first example, batch on device)`` over ``examples`` in order, ``size`` at a time."""
+    for start in range(0, len(examples), size):
+        yield start, make_batch(examples[start:start + size], output).to(device)
+
+
 @torch.no_grad()
 def word_outputs(model: TaskModel, examples: Sequence[Example], output: str, device: torch.device | str,
                  batch_size: int = 64, attention: bool = False) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
     """Per example, word-level hidden states ``(w, d)`` and (``attention=True``, word-level input only)
     per layer the attention ``(h, n, n)`` over its real tokens."""
     hidden, weights = [], []
-    for start in range(0, len(examples), batch_size):
-        chunk = list(examples[start:start + batch_size])
-        batch = make_batch(chunk, output).to(device)
+    for start, batch in batches(examples, output, device, batch_size):
         if attention and batch.word_ids is not None:
             raise ValueError("probe step 'tree_induction' needs word-level input (no subword vocabulary)")
-        _, out = model.run(batch, return_attention=attention)
-        starts, word_mask = batch.word_starts
-        words = out.hidden.gather(1, starts[..., None].expand(-1, -1, out.hidden.shape[-1]))  # (b, w, d)
-        for k in range(len(chunk)):
-            w, n = int(word_mask[k].sum()), len(chunk[k])
+        words, word_mask, out = model.encode_words(batch, return_attention=attention)  # words (b, w, d)
+        for k in range(batch.input_ids.shape[0]):
+            w, n = int(word_mask[k].sum()), len(examples[start + k])
             hidden.append(words[k, :w].float().cpu())
             if attention:
                 weights.append([a[k, :, :n, :n].float().cpu() for a in out.attentions])
@@ -196,8 +200,7 @@ class ByAttractors(ProbeStep):
             raise ValueError(f"probe step 'by_attractors' needs a sentence task whose items carry "
                              f"meta['num_attractors'] (agreement); task {data.task.name!r} does not")
         hits: dict[int, list[bool]] = {}
-        for start in range(0, len(test), 64):
-            batch = make_batch(test[start:start + 64], "sentence").to(device)
+        for start, batch in batches(test, "sentence", device):
             predicted = model(batch).argmax(-1).cpu()
             for k, ok in enumerate((predicted == batch.labels.cpu()).tolist()):
                 hits.setdefault(int(items[start + k].meta["num_attractors"]), []).append(ok)
@@ -223,8 +226,7 @@ class ReorderPositions(ProbeStep):
         items, test = data.items["test"], examples["test"]
         truth = [tuple(x.meta["label"]) for x in items]  # (inserted, origin)
         guesses: list[tuple[int, int]] = []
-        for start in range(0, len(test), 64):
-            batch = make_batch(test[start:start + 64], "token").to(device)
+        for start, batch in batches(test, "token", device):
             logp = model(batch).float().log_softmax(-1).cpu()  # (b, w, 3)
             for k in range(logp.shape[0]):
                 n = len(items[start + k])

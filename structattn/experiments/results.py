@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,17 +25,28 @@ def csv_text(records: Sequence[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value)."""
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def group_runs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Run records by task label, then setting, in run order."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in sorted(records, key=lambda r: r["index"]):
+        out.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
+    return out
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """``text`` as a file-name fragment: runs of other characters become ``-``, at most ``limit`` long."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:limit] or "x"
 
 
 def markdown_text(records: Sequence[dict[str, Any]]) -> str:
     """Per task, one row per setting: mean +- std over seeds of each metric; the best setting in bold."""
     lines: list[str] = []
-    by_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for r in sorted(records, key=lambda r: r["index"]):
-        by_task.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
-    for task, settings in by_task.items():
+    for task, settings in group_runs(records).items():
         first = next(iter(settings.values()))[0]
         metric = first.get("metric", "accuracy")
         baseline = first["metrics"].get("majority_baseline")
@@ -42,12 +54,12 @@ def markdown_text(records: Sequence[dict[str, Any]]) -> str:
         lines += [f"### {task}", "", f"`{first['task']}` — {metric}, mean ± std over seeds{note}", ""]
         lines += ["| setting | " + " | ".join(m.replace("_", " ") for m in TABLE_METRICS) + " | seeds |",
                   "|---|" + "---:|" * len(TABLE_METRICS) + "---:|"]
-        means = {s: _mean_std([r["metrics"][TABLE_METRICS[0]] for r in rs])[0] for s, rs in settings.items()}
+        means = {s: mean_std([r["metrics"][TABLE_METRICS[0]] for r in rs])[0] for s, rs in settings.items()}
         best = max(means.values())
         for setting, rs in settings.items():
             cells = []
             for m in TABLE_METRICS:
-                mean, std = _mean_std([r["metrics"][m] for r in rs])
+                mean, std = mean_std([r["metrics"][m] for r in rs])
                 cell = f"{mean:.3f} ± {std:.3f}"
                 cells.append(f"**{cell}**" if m == TABLE_METRICS[0] and means[setting] == best else cell)
             name = f"**{setting}**" if means[setting] == best else setting
@@ -72,7 +84,7 @@ def _extra_table(settings: dict[str, list[dict[str, Any]]]) -> list[str]:
         cells = []
         for m in names:
             values = [r["metrics"][m] for r in rs if m in r["metrics"]]
-            cells.append("–" if not values else "{:.3f} ± {:.3f}".format(*_mean_std(values)))
+            cells.append("–" if not values else "{:.3f} ± {:.3f}".format(*mean_std(values)))
         lines.append(f"| {setting} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -7,7 +7,6 @@ The pieces (:func:`prepare_data`, :func:`build_model`, :func:`execute`) are shar
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
 from structattn.experiments.inspect import bias_records, heatmap_record
+from structattn.experiments.results import slug
 from structattn.probes.task import Item, Task, get_task
 from structattn.structures.cache import StructureCache
 from structattn.structures.providers.base import StructureProvider, get_provider
@@ -34,7 +34,7 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        return f"{self.index:03d}_{_slug(self.task_label)}_{_slug(self.setting)}_s{self.seed}"
+        return f"{self.index:03d}_{slug(self.task_label)}_{slug(self.setting)}_s{self.seed}"
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,3 @@ def _only(example: Example, names: set[str]) -> Example:
     return Example(example.input_ids, example.word_ids, example.label,
                    {n: example.structures[n] for n in names}, example.id)
 
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "x"

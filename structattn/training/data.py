@@ -55,23 +55,20 @@ def encode_items(
     order = sorted(range(len(items)), key=lambda i: len(items[i]))
     structures: list[dict[str, Structure]] = [{} for _ in items]
     chunks = [order[k:k + chunk] for k in range(0, len(order), chunk)]
+    subwords = vocab.splitter is not None
     for idx in tqdm(chunks, desc=desc, disable=quiet or not providers, leave=False):
         for name, provider in providers.items():
-            chunk_items = [items[i] for i in idx]
+            on_tokens = subwords and "band" in provider.provides  # position-based: built on the tokens
+            chunk_items = [_token_sentence(items[i], encoded[i][0], vocab) if on_tokens else items[i] for i in idx]
             computed = provider.many(chunk_items) if cache is None else cache.get_or_compute(chunk_items, provider)
             for i, s in zip(idx, computed):
-                structures[i][name] = _to_tokens(s, items[i], encoded[i], provider, vocab)
+                structures[i][name] = align_to_subwords(s, encoded[i][1]) if subwords and not on_tokens else s
     return [Example(ids, wids, y, st, x.id) for (ids, wids), y, st, x in zip(encoded, labels, structures, items)]
 
 
-def _to_tokens(structure: Structure, item: Item, encoded: tuple[list[int], list[int | None] | None],
-               provider: StructureProvider, vocab: Vocab) -> Structure:
-    ids, word_ids = encoded
-    if word_ids is None:
-        return structure
-    if structure.window_radius is not None:
-        return provider(Sentence(words=[vocab.itos[t] for t in ids], id=item.id))
-    return align_to_subwords(structure, word_ids)
+def _token_sentence(item: Item, ids: list[int], vocab: Vocab) -> Sentence:
+    """The item's tokens as a plain sentence, for providers that read positions only."""
+    return Sentence(words=[vocab.itos[t] for t in ids], id=item.id)
 
 
 def make_batch(examples: Sequence[Example], output: str) -> Batch:
