@@ -7,6 +7,7 @@ from typing import Sequence
 
 import torch
 
+from structattn.structures.sentence import describe_sentence
 from structattn.structures.structure import Structure
 
 
@@ -27,7 +28,7 @@ def align_to_subwords(structure: Structure, word_ids: Sequence[int | None], piec
         ValueError: batched or window-form input, a word id outside the sentence, or a word with no token
             (segmentation mismatch: the structure must be computed on the words the model sees).
     """
-    who = f"sentence {structure.ids[0]!r}" if structure.ids else "sentence (no id)"
+    who = describe_sentence(structure.ids[0] if structure.ids else None)
     if structure.is_batched:
         raise ValueError(f"{who}: align_to_subwords takes one sentence; align each, then collate")
     if structure.window_radius is not None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import networkx as nx
 import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import dense_to_sparse, remove_self_loops, to_dense_adj
+from torch_geometric.utils import dense_to_sparse, remove_self_loops
 
 from structattn.structures.distances import graph_distances
+from structattn.structures.providers.base import adjacency_from_edges
 from structattn.structures.structure import Structure
 
 
@@ -35,10 +36,7 @@ def from_edge_index(edge_index: torch.Tensor, num_nodes: int, directed: bool = F
     token_mask = torch.ones(1, num_nodes, dtype=torch.bool)
     rows = torch.cat([torch.zeros(1, edge_index.shape[1], dtype=torch.long), edge_index.long()])
     distance = graph_distances(rows, token_mask, directed=directed)[0]
-    adjacency = to_dense_adj(edge_index.long(), max_num_nodes=num_nodes)[0].bool()
-    if not directed:
-        adjacency = adjacency | adjacency.T
-    adjacency |= torch.eye(num_nodes, dtype=torch.bool)
+    adjacency = adjacency_from_edges(rows, token_mask, directed)[0]
     return Structure(distance=distance, adjacency=adjacency, token_mask=token_mask[0], directed=directed, source=source)
 
 

@@ -29,7 +29,8 @@ class SemanticEdge:
     label: str = "_"
 
 
-def _describe(sentence_id: str | None) -> str:
+def describe_sentence(sentence_id: str | None) -> str:
+    """How error messages name a sentence: ``sentence 'id'`` or ``sentence (no id)``."""
     return f"sentence {sentence_id!r}" if sentence_id is not None else "sentence (no id)"
 
 
@@ -73,7 +74,7 @@ class Sentence:
 
     def __post_init__(self) -> None:
         self.words = list(self.words)
-        where = _describe(self.id)
+        where = describe_sentence(self.id)
         if not self.words:
             raise ValueError(f"{where}: empty sentence (no words)")
         n = len(self.words)
@@ -89,10 +90,10 @@ class Sentence:
             validate_tree(self.heads, self.id, self.words)
         if self.edges is not None:
             self.edges = [_as_edge(e) for e in self.edges]
-            validate_edges(self.edges, n, self.id, self.words)
+            validate_edges(self.edges, n, self.id)
         if self.coref is not None:
             self.coref = [[_as_mention(m) for m in cluster] for cluster in self.coref]
-            validate_mentions(self.coref, n, self.id)
+            validate_mentions(self.coref, n, describe_sentence(self.id))
 
     def __len__(self) -> int:
         return len(self.words)
@@ -160,7 +161,7 @@ def validate_tree(heads: Sequence[int], sentence_id: str | None, words: Sequence
     Raises:
         ValueError: naming the sentence and the first offending token.
     """
-    where = _describe(sentence_id)
+    where = describe_sentence(sentence_id)
     n = len(heads)
 
     def tok(i: int) -> str:
@@ -190,9 +191,9 @@ def validate_tree(heads: Sequence[int], sentence_id: str | None, words: Sequence
             state[j] = 2
 
 
-def validate_edges(edges: Iterable[SemanticEdge], n: int, sentence_id: str | None, words: Sequence[str]) -> None:
+def validate_edges(edges: Iterable[SemanticEdge], n: int, sentence_id: str | None) -> None:
     """Check that every edge endpoint lies in the sentence."""
-    where = _describe(sentence_id)
+    where = describe_sentence(sentence_id)
     for e in edges:
         if not -1 <= e.head < n:
             raise ValueError(f"{where}: edge to token {e.dependent} has head {e.head}, but the sentence has {n} tokens")
@@ -200,9 +201,9 @@ def validate_edges(edges: Iterable[SemanticEdge], n: int, sentence_id: str | Non
             raise ValueError(f"{where}: edge from head {e.head} names dependent {e.dependent}, but the sentence has {n} tokens")
 
 
-def validate_mentions(clusters: Iterable[Iterable[Mention]], n: int, sentence_id: str | None) -> None:
-    """Check that every mention span (and head) lies inside the ``n`` words."""
-    where = _describe(sentence_id) if not str(sentence_id).startswith("document") else str(sentence_id)
+def validate_mentions(clusters: Iterable[Iterable[Mention]], n: int, where: str) -> None:
+    """Check that every mention span (and head) lies inside the ``n`` words; errors start with ``where``
+    (e.g. ``describe_sentence(id)`` or ``"document d1"``)."""
     for c, cluster in enumerate(clusters):
         for m in cluster:
             if not (0 <= m.start < m.end <= n):

@@ -59,7 +59,7 @@ class Annotator(ABC):
     ) -> list[Document]:
         """One :class:`Document` per text (id: its text id), holding the text's sentences."""
         texts = list(texts)
-        ids = _text_ids(texts, text_ids)
+        ids = text_ids_for(texts, text_ids)
         grouped = self.annotate_grouped(texts, ids, cache)
         return [Document(sentences, id=str(i)) for sentences, i in zip(grouped, ids)]
 
@@ -71,7 +71,7 @@ class Annotator(ABC):
     ) -> list[list[Sentence]]:
         """The sentences of each text, with ids (see :meth:`annotate`)."""
         texts = list(texts)
-        ids = _text_ids(texts, text_ids)
+        ids = text_ids_for(texts, text_ids)
         for i, text in zip(ids, texts):
             if not isinstance(text, str):
                 raise ValueError(f"{self.name}: text {i!r} is a {type(text).__name__}, expected str")
@@ -84,7 +84,8 @@ class Annotator(ABC):
         return grouped
 
 
-def _text_ids(texts: list[str], text_ids: Sequence[Any] | None) -> list[Any]:
+def text_ids_for(texts: Sequence[str], text_ids: Sequence[Any] | None) -> list[Any]:
+    """``text_ids`` as a list, or the positions ``0, 1, ...``; an error when the counts differ."""
     if text_ids is None:
         return list(range(len(texts)))
     text_ids = list(text_ids)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from structattn.structures.sentence import Sentence
+from structattn.structures.sentence import Sentence, describe_sentence
 
 
 def check_alignment(sentence: Sentence, words_model_sees: Sequence[str]) -> None:
@@ -17,7 +17,7 @@ def check_alignment(sentence: Sentence, words_model_sees: Sequence[str]) -> None
         ValueError: naming the sentence, the first differing position and both words, or the two lengths.
     """
     words = list(words_model_sees)
-    where = f"sentence {sentence.id!r}" if sentence.id is not None else "sentence (no id)"
+    where = describe_sentence(sentence.id)
     for i, (parsed, seen) in enumerate(zip(sentence.words, words)):
         if parsed != seen:
             raise ValueError(

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from structattn.structures.annotators.base import Annotator
+from structattn.structures.annotators.base import Annotator, text_ids_for
 from structattn.structures.annotators.sharding import ShardResult, parse_into_shard, shard_path, split_ranges
 from structattn.structures.cache import AnnotationCache
 
@@ -74,9 +74,7 @@ def parse_sharded_dask(
         One :class:`ShardResult` per shard, in shard order. A failed shard re-raises its worker's error.
     """
     distributed = import_distributed()
-    ids = list(range(len(texts))) if text_ids is None else list(text_ids)
-    if len(ids) != len(texts):
-        raise ValueError(f"{len(ids)} text ids for {len(texts)} texts")
+    ids = text_ids_for(texts, text_ids)
     workers = len(client.scheduler_info().get("workers", {}))
     ranges = split_ranges(len(texts), num_shards or max(workers, 1))
     cache = None if cache_dir is None else str(cache_dir)

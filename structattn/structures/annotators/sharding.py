@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from structattn.structures.annotators.base import Annotator
+from structattn.structures.annotators.base import Annotator, text_ids_for
 from structattn.structures.cache import AnnotationCache, write_atomic
 from structattn.structures.readers import read_conllu, write_conllu
 from structattn.structures.sentence import Sentence
@@ -100,9 +100,7 @@ def parse_sharded(
     """
     if processes < 1:
         raise ValueError(f"processes must be >= 1, got {processes}")
-    ids = list(range(len(texts))) if text_ids is None else list(text_ids)
-    if len(ids) != len(texts):
-        raise ValueError(f"{len(ids)} text ids for {len(texts)} texts")
+    ids = text_ids_for(texts, text_ids)
     ranges = split_ranges(len(texts), num_shards or processes)
     if start_method is None:
         start_method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
+from structattn.structures.sentence import describe_sentence
+
 NodeKey = Union[int, tuple[int, int]]  # word id (0 = root) or empty node (word, k), as in the file (1-based)
 
 
@@ -59,10 +61,6 @@ def present(value: str | None) -> str | None:
 _TOKEN_IN_MESSAGE = re.compile(r"\btoken (\d+)\b")
 
 
-def describe(sentence_id: str | None) -> str:
-    return f"sentence {sentence_id!r}" if sentence_id is not None else "sentence (no id)"
-
-
 class Locator:
     """Builds error messages ``"<source> line <n>: sentence '<id>': token <i> ('<form>', ID <id>) ..."``.
 
@@ -91,7 +89,7 @@ class Locator:
 
     def error(self, row: Row | None, message: str) -> ValueError:
         """A ``ValueError`` located at ``row`` (or at the sentence start when ``row`` is None)."""
-        return ValueError(f"{self.where(None if row is None else row.line)}: {describe(self.sentence_id)}: {message}")
+        return ValueError(f"{self.where(None if row is None else row.line)}: {describe_sentence(self.sentence_id)}: {message}")
 
     def wrap(self, error: ValueError) -> ValueError:
         """Prefix a validation error raised by ``Sentence`` with the line of the first token it names."""

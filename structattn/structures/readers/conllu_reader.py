@@ -16,9 +16,9 @@ from conllu.exceptions import ParseException
 from conllu.parser import DEFAULT_FIELDS, parse_line
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
-from structattn.structures.readers._rows import Row, dependency_pairs, describe, present
+from structattn.structures.readers._rows import Row, dependency_pairs, present
 from structattn.structures.readers._source import PathOrText, numbered_blocks, parse_comment, read_source
-from structattn.structures.sentence import Document, Mention, Sentence
+from structattn.structures.sentence import Document, Mention, Sentence, describe_sentence
 
 __all__ = ["read_conllu", "read_conllu_documents"]
 
@@ -59,7 +59,7 @@ def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
     out = []
     for block in numbered_blocks(text):
         comments = [parse_comment(line) for _, line in block if line.startswith("#")]
-        sentence = describe(dict(comments).get("sent_id"))
+        sentence = describe_sentence(dict(comments).get("sent_id"))
         rows = [_row(number, line, f"{source} line {number}: {sentence}")
                 for number, line in block if not line.startswith("#")]
         out.append((assembler.build(rows, comments, block[0][0]), assembler.document))

@@ -20,8 +20,7 @@ from conllu.models import Token, TokenList
 
 from structattn.structures.readers._assemble import COREF_IDS
 from structattn.structures.readers._coref import DEFAULT_FIELDS, FORBIDDEN_IN_ID
-from structattn.structures.readers._rows import describe
-from structattn.structures.sentence import Mention, Sentence
+from structattn.structures.sentence import Mention, Sentence, describe_sentence
 
 __all__ = ["write_conllu"]
 
@@ -91,7 +90,7 @@ def _tokens(s: Sentence, misc: list[str | None]) -> TokenList:
 def _token(s: Sentence, i: int, ident, form: str, upos=None, head=None, deprel=None, deps=None, misc=None) -> Token:
     for value in [form, upos, deprel] + [label for label, _ in deps or []]:
         if value is not None and ("\t" in value or "\n" in value or value == ""):
-            raise ValueError(f"{describe(s.id)}: token {i} ({s.words[i]!r}): {value!r} cannot be written to "
+            raise ValueError(f"{describe_sentence(s.id)}: token {i} ({s.words[i]!r}): {value!r} cannot be written to "
                              "CoNLL-U (empty, or holds a tab or newline)")
     return Token(id=ident, form=form, lemma=None, upos=upos, xpos=None, feats=None, head=head,
                  deprel=deprel, deps=deps, misc=misc)
@@ -123,10 +122,10 @@ def _entity_misc(s: Sentence, index: int, fields: tuple[str, ...]) -> list[str |
 
 def _check_cluster(s: Sentence, eid: str, cluster: list[Mention]) -> None:
     if not eid or any(c in eid for c in FORBIDDEN_IN_ID):
-        raise ValueError(f"{describe(s.id)}: entity id {eid!r} cannot be written to CoNLL-U (empty or holds one of "
+        raise ValueError(f"{describe_sentence(s.id)}: entity id {eid!r} cannot be written to CoNLL-U (empty or holds one of "
                          f"{FORBIDDEN_IN_ID!r})")
     for a in cluster:
         for b in cluster:
             if a.start < b.start < a.end < b.end:
-                raise ValueError(f"{describe(s.id)}: mentions [{a.start}, {a.end}) and [{b.start}, {b.end}) of entity "
+                raise ValueError(f"{describe_sentence(s.id)}: mentions [{a.start}, {a.end}) and [{b.start}, {b.end}) of entity "
                                  f"{eid!r} cross at token {b.start} ({s.words[b.start]!r}); CorefUD cannot write that")
