@@ -77,7 +77,10 @@ def tree_distances(heads: torch.Tensor, token_mask: torch.Tensor) -> torch.Tenso
             out of range or a padding position, or heads that contain a cycle (found after a bounded number
             of pointer-jumping steps, never by walking).
     """
-    b, n = _check_pair(heads, token_mask, "tree_distances")
+    b, n = _check_mask(token_mask, "tree_distances")
+    if heads.shape != token_mask.shape or heads.is_floating_point():
+        raise ValueError(f"tree_distances: heads must be an integer tensor shaped like token_mask "
+                         f"{tuple(token_mask.shape)}, got {heads.dtype} {tuple(heads.shape)}")
     if b == 0 or n == 0:
         return torch.full((b, n, n), -1, dtype=distance_dtype(n), device=heads.device)
     real = token_mask.detach().cpu().numpy()
@@ -90,12 +93,9 @@ def tree_distances(heads: torch.Tensor, token_mask: torch.Tensor) -> torch.Tenso
     return out.to(device=heads.device, dtype=distance_dtype(n))
 
 
-def _check_pair(first: torch.Tensor, token_mask: torch.Tensor, who: str) -> tuple[int, int]:
+def _check_mask(token_mask: torch.Tensor, who: str) -> tuple[int, int]:
     if token_mask.dim() != 2 or token_mask.dtype != torch.bool:
         raise ValueError(f"{who}: token_mask must be a (b, n) bool tensor, got {token_mask.dtype} {tuple(token_mask.shape)}")
-    if who == "tree_distances" and (first.shape != token_mask.shape or first.is_floating_point()):
-        raise ValueError(f"{who}: heads must be an integer tensor shaped like token_mask {tuple(token_mask.shape)}, "
-                         f"got {first.dtype} {tuple(first.shape)}")
     return token_mask.shape[0], token_mask.shape[1]
 
 
@@ -324,7 +324,7 @@ def graph_distances(edge_index: torch.Tensor, token_mask: torch.Tensor, directed
     Raises:
         ValueError: naming the edge and batch row, for an edge outside the batch, the tokens, or onto padding.
     """
-    b, n = _check_pair(edge_index, token_mask, "graph_distances")
+    b, n = _check_mask(token_mask, "graph_distances")
     real = token_mask.detach().cpu()
     batch, source, target = _check_edges(edge_index.detach().cpu(), real)
     if not directed:

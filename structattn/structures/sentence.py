@@ -19,6 +19,10 @@ class Mention:
     end: int
     head: int | None = None
 
+    def shifted(self, offset: int) -> Mention:
+        """The same mention ``offset`` words further on (a sentence's mention placed in its document)."""
+        return Mention(self.start + offset, self.end + offset, None if self.head is None else self.head + offset)
+
 
 @dataclass(frozen=True)
 class SemanticEdge:
@@ -27,6 +31,10 @@ class SemanticEdge:
     head: int
     dependent: int
     label: str = "_"
+
+    def shifted(self, offset: int) -> SemanticEdge:
+        """The same edge ``offset`` words further on (a root edge keeps head ``-1``)."""
+        return SemanticEdge(self.head + offset if self.head >= 0 else -1, self.dependent + offset, self.label)
 
 
 def describe_sentence(sentence_id: str | None) -> str:

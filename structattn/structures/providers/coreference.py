@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from structattn.structures.providers.base import GraphProvider, Item, register_provider
-from structattn.structures.sentence import Document, Mention, Sentence
+from structattn.structures.providers.base import GraphProvider, Item, item_heads, register_provider
+from structattn.structures.sentence import Mention, Sentence
 
 
 def item_clusters(item: Item) -> list[list[Mention]]:
@@ -15,19 +15,10 @@ def item_clusters(item: Item) -> list[list[Mention]]:
     if item.coref is not None:
         return item.coref
     return [
-        [Mention(m.start + off, m.end + off, None if m.head is None else m.head + off) for m in cluster]
+        [m.shifted(off) for m in cluster]
         for s, off in zip(item.sentences, item.offsets)
         for cluster in (s.coref or [])
     ]
-
-
-def item_heads(item: Item) -> list[int] | None:
-    """Basic-tree heads over the item's words, or ``None`` when some sentence has none."""
-    sentences = item.sentences if isinstance(item, Document) else [item]
-    if any(s.heads is None for s in sentences):
-        return None
-    offsets = item.offsets if isinstance(item, Document) else [0]
-    return [h + off if h >= 0 else -1 for s, off in zip(sentences, offsets) for h in s.heads]
 
 
 def mention_head(mention: Mention, heads: list[int] | None) -> int:

@@ -10,17 +10,10 @@ from structattn.structures.providers.base import (
     GraphProvider,
     Item,
     adjacency_from_edges,
+    item_heads,
     register_provider,
 )
-from structattn.structures.sentence import Document
 from structattn.structures.structure import Structure
-
-
-def item_heads(item: Item) -> list[int]:
-    """Heads over the item's words; a document's sentences become a forest (one root per sentence)."""
-    if isinstance(item, Document):
-        return [h + off if h >= 0 else -1 for s, off in zip(item.sentences, item.offsets) for h in s.heads]
-    return list(item.heads)
 
 
 @register_provider("dependency")

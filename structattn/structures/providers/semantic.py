@@ -10,7 +10,7 @@ def item_edges(item: Item) -> list[SemanticEdge]:
     """Semantic edges over the item's words (a document's sentences are shifted by their offsets)."""
     if isinstance(item, Document):
         return [
-            SemanticEdge(e.head + off if e.head >= 0 else -1, e.dependent + off, e.label)
+            e.shifted(off)
             for s, off in zip(item.sentences, item.offsets)
             for e in s.edges
         ]

@@ -108,7 +108,7 @@ def _document_coref(sentences: list[Sentence]) -> list[list[Mention]] | None:
     for s in sentences:
         for eid, cluster in zip(s.meta.get(COREF_IDS, []), s.coref or []):
             clusters.setdefault(eid, []).extend(
-                Mention(m.start + offset, m.end + offset, None if m.head is None else m.head + offset) for m in cluster
+                m.shifted(offset) for m in cluster
             )
         offset += len(s)
     return list(clusters.values())
