@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from structattn.progress import progress_disabled
+
 PASS_THROUGH = {
     "structures": ("structattn.structures.commands", "structures: demo and cache precompute (see `structattn structures --help`)"),
     "parse": ("structattn.structures.annotators.commands", "parse raw text with spaCy or stanza (see `structattn parse --help`)"),
@@ -29,7 +31,7 @@ PASS_THROUGH = {
 
 
 def _quiet(args: argparse.Namespace) -> bool:
-    return bool(args.quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+    return progress_disabled(args.quiet)
 
 
 def _gin_args(parser: argparse.ArgumentParser) -> None:

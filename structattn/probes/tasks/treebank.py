@@ -3,13 +3,13 @@ or raw text parsed on the fly."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from structattn.probes.task import Item, Task
+from structattn.progress import progress_disabled
 from structattn.structures.sentence import Sentence
 
 
@@ -44,7 +44,7 @@ def load_treebank(source: str, limit: int | None, parser: str | None = None, cac
 def _parse_text_file(path: Path, limit: int | None, parser: str, cache: str | None) -> list[Sentence]:
     """Parse the lines of ``path`` in chunks, with a progress bar (off when ``$CI`` is set)."""
     from structattn.structures.annotators import get_annotator
-    from structattn.structures.annotators.commands import read_texts
+    from structattn.structures.annotators.commands import parse_in_chunks, read_texts
     from structattn.structures.cache import AnnotationCache
 
     texts, ids = read_texts(path)
@@ -53,17 +53,10 @@ def _parse_text_file(path: Path, limit: int | None, parser: str, cache: str | No
     annotator = get_annotator(parser)
     annotator.options()  # a missing model fails here, before the progress bar
     store = None if cache is None else AnnotationCache(cache)
-    quiet = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-    sentences: list[Sentence] = []
+    quiet = progress_disabled()
     with tqdm(total=len(texts), desc=f"parsing {path.name} ({parser})", unit="text", disable=quiet) as bar:
-        for start in range(0, len(texts), _CHUNK):
-            chunk = slice(start, start + _CHUNK)
-            sentences.extend(annotator.annotate(texts[chunk], ids[chunk], cache=store))
-            bar.update(len(texts[chunk]))
+        sentences = parse_in_chunks(annotator, texts, ids, store, bar)
     return sentences[:limit] if limit is not None else sentences
-
-
-_CHUNK = 256
 
 
 class TreebankTask(Task):

@@ -9,17 +9,18 @@ into ``--out`` (kept with ``--keep-shards``).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from structattn.progress import progress_disabled
 from structattn.structures.annotators import ANNOTATORS, Annotator, get_annotator
 from structattn.structures.annotators.sharding import merge_shards, parse_sharded
 from structattn.structures.cache import AnnotationCache, write_atomic
 from structattn.structures.readers import write_conllu
+from structattn.structures.sentence import Sentence
 
 PROG = "structattn parse"
 CHUNK = 256  # texts per progress-bar step in a single process
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     texts, ids = read_texts(args.input)
     annotator = make_annotator(args)
     annotator.options()  # fails here, before any progress bar, when a model is missing (stanza checks its files)
-    quiet_bar = args.quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    quiet_bar = progress_disabled(args.quiet)
     with tqdm(total=len(texts), desc=f"parsing ({args.parser})", unit="text", disable=quiet_bar) as bar:
         parse = in_process if args.processes == 1 else sharded
         count, stats = parse(args, annotator, texts, ids, bar)
@@ -78,14 +79,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_in_chunks(annotator: Annotator, texts: list[str], ids: list[str], cache: AnnotationCache | None,
+                    bar: tqdm) -> list[Sentence]:
+    """Sentences of ``texts`` parsed in this process, :data:`CHUNK` texts at a time, advancing ``bar``."""
+    sentences: list[Sentence] = []
+    for start in range(0, len(texts), CHUNK):
+        sentences += annotator.annotate(texts[start:start + CHUNK], ids[start:start + CHUNK], cache)
+        bar.update(len(texts[start:start + CHUNK]))
+    return sentences
+
+
 def in_process(args: argparse.Namespace, annotator: Annotator, texts: list[str], ids: list[str], bar: tqdm
                ) -> tuple[int, dict[str, int]]:
     """Parse in this process, chunk by chunk; returns the sentence count and cache hits / misses."""
     cache = None if args.cache is None else AnnotationCache(args.cache)
-    sentences = []
-    for start in range(0, len(texts), CHUNK):
-        sentences += annotator.annotate(texts[start:start + CHUNK], ids[start:start + CHUNK], cache)
-        bar.update(len(texts[start:start + CHUNK]))
+    sentences = parse_in_chunks(annotator, texts, ids, cache, bar)
     write_atomic(args.out, write_conllu(sentences).encode("utf-8"))
     return len(sentences), (cache.stats() if cache is not None else {})
 
