@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 import structattn.structures.learned  # noqa: F401  (registers "learned_dependency")
-from structattn import gin_setup
+from structattn.experiments import gin_setup
 from structattn.experiments.run import evaluate_checkpoint, make_task
 from structattn.probes.tree_induction import random_tree_uuas, right_branching_uuas
 from structattn.training.checkpoints import load_checkpoint

@@ -45,7 +45,7 @@ def _gin_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from structattn import gin_setup
+    from structattn.experiments import gin_setup
 
     gin_setup.parse(args.config, args.gin_param)
     record = gin_setup.train(args.out, quiet=_quiet(args), resume=args.resume, dry_run=args.dry_run)
@@ -58,7 +58,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from structattn import gin_setup
+    from structattn.experiments import gin_setup
     from structattn.experiments import parse_shard
 
     shard = parse_shard(args.shard)

@@ -12,7 +12,7 @@ import gin
 import pytest
 import torch
 
-from structattn import gin_setup
+from structattn.experiments import gin_setup
 from structattn.encoders import EncoderConfig
 from structattn.training import TrainConfig
 from tests.threads import one_thread  # noqa: F401  (autouse fixture)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from structattn import gin_setup
+from structattn.experiments import gin_setup
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.gin"
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
 from structattn.experiments.inspect import bias_records, heatmap_record
 from structattn.experiments.results import slug
-from structattn.probes.task import Item, Task, get_task
+from structattn.tasks.base import Item, Task, get_task
 from structattn.structures.cache import StructureCache
 from structattn.structures.providers.base import StructureProvider, get_provider
 from structattn.training import Distributed, Example, TrainConfig, Trainer, encode_items, evaluate, seed_everything

@@ -37,10 +37,9 @@ from scipy.stats import spearmanr
 from torch import nn
 from tqdm.auto import tqdm
 
-from structattn.probes.tree_induction import punctuation_keep
 from structattn.structures.providers import get_provider
 from structattn.structures.sentence import Sentence
-from structattn.structures.trees import probe_loss, spanning_tree, tree_edges, uuas
+from structattn.structures.trees import probe_loss, punctuation_keep, spanning_tree, tree_depths, tree_edges, uuas
 
 
 class StructuralProbe(nn.Module):
@@ -147,19 +146,6 @@ class DepthProbe(StructuralProbe):
                 by_length[len(s)].append(_spearman(pred, true))
         return {"root_acc": correct / len(sentences), **_macro_spearman(by_length)}
 
-
-def tree_depths(heads: list[int]) -> list[int]:
-    """Hops from every word up to the root (heads 0-based, -1 for the root)."""
-    depths: list[int | None] = [None] * len(heads)
-    for start in range(len(heads)):
-        path, i = [], start
-        while i != -1 and depths[i] is None:
-            path.append(i)
-            i = heads[i]
-        base = -1 if i == -1 else depths[i]
-        for k, j in enumerate(reversed(path), start=1):
-            depths[j] = base + k
-    return depths  # type: ignore[return-value]
 
 
 def gold_distances(sentences: Sequence[Sentence], n: int) -> torch.Tensor:

@@ -27,22 +27,8 @@ import numpy as np
 import torch
 
 from structattn.structures.sentence import Sentence
-from structattn.structures.trees import Edge, spanning_tree, tree_edges, uuas
+from structattn.structures.trees import Edge, punctuation_keep, spanning_tree, tree_edges, uuas
 
-
-def punctuation_keep(sentence: Sentence, exclude_punct: bool) -> list[bool]:
-    """Which words are scored: all, or all but ``upos == "PUNCT"``.
-
-    Raises:
-        ValueError: when punctuation is to be excluded but the sentence has no ``upos``.
-    """
-    if not exclude_punct:
-        return [True] * len(sentence)
-    if sentence.upos is None:
-        raise ValueError(
-            f"sentence {sentence.id!r} has no upos, so its punctuation cannot be excluded; pass exclude_punct=False"
-        )
-    return [tag != "PUNCT" for tag in sentence.upos]
 
 
 def random_tree(nodes: Sequence[int], rng: random.Random) -> set[Edge]:

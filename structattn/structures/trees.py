@@ -1,5 +1,6 @@
 """Tree helpers shared by the structural probes, tree induction and the parser-free predictor: spanning trees
-of a weight matrix, undirected tree edges, corpus UUAS, and the structural-probe L1 loss.
+of a weight matrix, undirected tree edges, corpus UUAS, the structural-probe L1 loss, word depths and the
+punctuation filter.
 
 Imports nothing that registers anything, so every layer may use it.
 """
@@ -11,6 +12,8 @@ from typing import Sequence
 import numpy as np
 import torch
 from scipy.sparse.csgraph import minimum_spanning_tree
+
+from structattn.structures.sentence import Sentence
 
 Edge = tuple[int, int]  # undirected edge as (min, max)
 
@@ -75,3 +78,31 @@ def probe_loss(predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Te
     err = torch.where(pairs, (predicted - gold.to(predicted.dtype)).abs(), torch.zeros_like(predicted))
     lengths = token_mask.sum(-1).to(predicted.dtype)
     return (err.sum((-1, -2)) / lengths.pow(2)).mean()
+
+def punctuation_keep(sentence: Sentence, exclude_punct: bool) -> list[bool]:
+    """Which words are scored: all, or all but ``upos == "PUNCT"``.
+
+    Raises:
+        ValueError: when punctuation is to be excluded but the sentence has no ``upos``.
+    """
+    if not exclude_punct:
+        return [True] * len(sentence)
+    if sentence.upos is None:
+        raise ValueError(
+            f"sentence {sentence.id!r} has no upos, so its punctuation cannot be excluded; pass exclude_punct=False"
+        )
+    return [tag != "PUNCT" for tag in sentence.upos]
+
+
+def tree_depths(heads: list[int]) -> list[int]:
+    """Hops from every word up to the root (heads 0-based, -1 for the root)."""
+    depths: list[int | None] = [None] * len(heads)
+    for start in range(len(heads)):
+        path, i = [], start
+        while i != -1 and depths[i] is None:
+            path.append(i)
+            i = heads[i]
+        base = -1 if i == -1 else depths[i]
+        for k, j in enumerate(reversed(path), start=1):
+            depths[j] = base + k
+    return depths  # type: ignore[return-value]

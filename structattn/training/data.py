@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from structattn.encoders.batch import Batch
 from structattn.encoders.vocab import Vocab
-from structattn.probes.task import IGNORE, Item, Label, Task
+from structattn.tasks.base import IGNORE, Item, Label, Task
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.cache import StructureCache
 from structattn.structures.collate import collate

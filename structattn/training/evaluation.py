@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from structattn.encoders.model import TaskModel
-from structattn.probes.task import IGNORE
+from structattn.tasks.base import IGNORE
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.data import Example, make_batch
 from structattn.training.distributed import Distributed, all_reduce_sum

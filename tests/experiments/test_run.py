@@ -56,8 +56,8 @@ def test_band_variant_on_a_tree_fails_at_build_time():
 
 def test_sentence_level_task_trains(tmp_path):
     """A sentence task (label: does the sentence end with a period) through the same loop and head."""
-    from structattn.probes.task import Task
-    from structattn.probes.tasks.treebank import TreebankTask
+    from structattn.tasks.base import Task
+    from structattn.tasks.treebank import TreebankTask
 
     class EndsWithPeriod(TreebankTask):
         name, output = "ends_with_period", "sentence"

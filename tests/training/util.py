@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from structattn.encoders import EncoderConfig, TaskModel, Vocab, build_encoder, make_head
-from structattn.probes.task import Task
+from structattn.tasks.base import Task
 from structattn.structures import get_provider
 from structattn.training import encode_items
 from tests.encoders.util import random_sentence

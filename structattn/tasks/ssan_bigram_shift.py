@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from structattn.probes.ssan_probes import ProbeExample, bigram_shift_examples
-from structattn.probes.task import register_task
-from structattn.probes.tasks.ssan_base import SsanTask
+from structattn.tasks.ssan_data import ProbeExample, bigram_shift_examples
+from structattn.tasks.base import register_task
+from structattn.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
 
 
 @register_task("ssan_bigram_shift")
 class SsanBigramShift(SsanTask):
     """Sentence classification, classes 0 (intact) / 1 (one adjacent pair swapped), balanced per split.
-    The tree follows the swapped words (see :mod:`structattn.probes.ssan_probes`).
+    The tree follows the swapped words (see :mod:`structattn.tasks.ssan_data`).
 
     Args:
-        seed, **treebank: see :class:`~structattn.probes.tasks.ssan_base.SsanTask`.
+        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from structattn.probes.task import IGNORE, register_task
-from structattn.probes.tasks.agreement import NUMBERS, VERB_PLACEHOLDER
-from structattn.probes.tasks.synthetic import SyntheticTask
+from structattn.tasks.base import IGNORE, register_task
+from structattn.tasks.agreement import NUMBERS, VERB_PLACEHOLDER
+from structattn.tasks.synthetic import SyntheticTask
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.sentence import Document, Sentence
 
@@ -36,7 +36,7 @@ class DocAgreement(SyntheticTask):
     Args:
         num_sentences: sentences per document.
         train, dev, test, seed: documents per split and seed (see
-            :class:`~structattn.probes.tasks.synthetic.SyntheticTask`).
+            :class:`~structattn.tasks.synthetic.SyntheticTask`).
         max_depth: embedding depth of the grammar.
         balance: score equally many singular and plural verbs in every split.
     """

@@ -1,5 +1,5 @@
 """Shared base of the SSAN probing tasks: a treebank split first, then each split turned into labelled
-examples by a builder of :mod:`structattn.probes.ssan_probes` (so no source sentence crosses splits).
+examples by a builder of :mod:`structattn.tasks.ssan_data` (so no source sentence crosses splits).
 
 The derived sentences carry their label in ``meta["label"]`` (and the builder in ``meta["probe"]``);
 :meth:`SsanTask.label` reads it back and encodes it for the task's ``output``.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from structattn.probes.ssan_probes import ProbeExample
-from structattn.probes.task import Item, Label
-from structattn.probes.tasks.treebank import TreebankTask
+from structattn.tasks.ssan_data import ProbeExample
+from structattn.tasks.base import Item, Label
+from structattn.tasks.treebank import TreebankTask
 from structattn.structures.sentence import Sentence
 
 SPLITS = ("train", "dev", "test")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from structattn.probes.ssan_probes import ProbeExample, reorder_token_labels, word_reordering_examples
-from structattn.probes.task import register_task
-from structattn.probes.tasks.ssan_base import SsanTask
+from structattn.tasks.ssan_data import ProbeExample, reorder_token_labels, word_reordering_examples
+from structattn.tasks.base import register_task
+from structattn.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
 
 SCORING = ("balanced", "all")
@@ -15,7 +15,7 @@ SCORING = ("balanced", "all")
 @register_task("ssan_word_reordering")
 class SsanWordReordering(SsanTask):
     """Word reordering detection as token tagging: 1 on the moved (inserted) word, 2 at the index it came
-    from, 0 for a word left in place (:func:`~structattn.probes.ssan_probes.reorder_token_labels`). Yang et
+    from, 0 for a word left in place (:func:`~structattn.tasks.ssan_data.reorder_token_labels`). Yang et
     al. use two softmaxes over positions instead.
 
     Args:
@@ -24,7 +24,7 @@ class SsanWordReordering(SsanTask):
             class per sentence, so the majority baseline is 1/3 and accuracy measures detection. Sentences
             of two words have no control word and are left out of every split (the bundled treebank has
             none). ``"all"`` tags every word (0 almost everywhere: the majority baseline is about .9).
-        seed, **treebank: see :class:`~structattn.probes.tasks.ssan_base.SsanTask`.
+        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "token"

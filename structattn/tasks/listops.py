@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from structattn.probes.task import register_task
-from structattn.probes.tasks.synthetic import SyntheticTask
+from structattn.tasks.base import register_task
+from structattn.tasks.synthetic import SyntheticTask
 from structattn.structures.generators import ListOpsGenerator
 from structattn.structures.sentence import Sentence
 
@@ -22,7 +22,7 @@ class ListOps(SyntheticTask):
     Args:
         min_length, max_length: expression lengths in tokens (long ones for ``local_global``).
         max_depth, max_args: nesting and arguments per operator (see :class:`ListOpsGenerator`).
-        train, dev, test, seed: see :class:`~structattn.probes.tasks.synthetic.SyntheticTask`.
+        train, dev, test, seed: see :class:`~structattn.tasks.synthetic.SyntheticTask`.
     """
 
     output = "sentence"

@@ -26,9 +26,9 @@ from typing import Callable, Collection, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from structattn.probes.constituents import constituency_depth, top_constituents
-from structattn.probes.structural import tree_depths
-from structattn.probes.task import IGNORE
+from structattn.tasks.constituents import constituency_depth, top_constituents
+from structattn.structures.trees import tree_depths
+from structattn.tasks.base import IGNORE
 from structattn.structures.sentence import SemanticEdge, Sentence
 
 #: Per-token ``meta`` entries carried along when words move.
@@ -168,7 +168,7 @@ def reorder_token_labels(n: int, label: tuple[int, int], untouched: int | None =
 
 def max_depths(sentences: Sequence[Sentence], source: str) -> list[int]:
     """Maximum depth per sentence: dependency hops from the root to the deepest word, or the constituency
-    tree's depth (see :func:`~structattn.probes.constituents.constituency_depth`)."""
+    tree's depth (see :func:`~structattn.tasks.constituents.constituency_depth`)."""
     if source == "constituency":
         return [constituency_depth(s) for s in sentences]
     for s in sentences:

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 from structattn.experiments import make_providers, prepare_data
-from structattn.probes.task import IGNORE, get_task
-from structattn.probes.tasks.agreement import VERB_PLACEHOLDER
+from structattn.tasks.base import IGNORE, get_task
+from structattn.tasks.agreement import VERB_PLACEHOLDER
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.generators.lexicon import other_verb_form
 

@@ -1,6 +1,6 @@
-"""Built-in tasks; importing this package registers them."""
+"""The built-in tasks: importing this module registers them (``get_task`` and ``task_names`` do so first)."""
 
-from structattn.probes.tasks import (  # noqa: F401  (registration)
+from structattn.tasks import (  # noqa: F401  (registration)
     agreement,
     depth_tagging,
     doc_agreement,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from structattn.probes.structural import tree_depths
-from structattn.probes.task import register_task
-from structattn.probes.tasks.synthetic import SyntheticTask
+from structattn.structures.trees import tree_depths
+from structattn.tasks.base import register_task
+from structattn.tasks.synthetic import SyntheticTask
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.sentence import Sentence
 
@@ -20,7 +20,7 @@ class GrammarDepth(SyntheticTask):
     Args:
         max_depth: depths above it are labelled ``max_depth`` (classes ``0..max_depth``).
         grammar_depth: embedding depth of the grammar (see :class:`GrammarGenerator`'s ``max_depth``).
-        train, dev, test, seed: see :class:`~structattn.probes.tasks.synthetic.SyntheticTask`.
+        train, dev, test, seed: see :class:`~structattn.tasks.synthetic.SyntheticTask`.
     """
 
     output = "token"

@@ -63,7 +63,7 @@ def task_names() -> list[str]:
 
 
 def _register_builtin() -> None:
-    import structattn.probes.tasks  # noqa: F401  (registers the built-in tasks)
+    import structattn.tasks.builtin  # noqa: F401  (registers the built-in tasks)
 
 
 class Task(ABC):

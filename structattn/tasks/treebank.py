@@ -8,7 +8,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from structattn.probes.task import Item, Task
+from structattn.tasks.base import Item, Task
 from structattn.progress import progress_disabled
 from structattn.structures.sentence import Sentence
 

@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from structattn.probes.task import register_task
-from structattn.probes.tasks.synthetic import SyntheticTask
+from structattn.tasks.base import register_task
+from structattn.tasks.synthetic import SyntheticTask
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.sentence import Sentence
 
@@ -46,7 +46,7 @@ class Agreement(SyntheticTask):
 
     Args:
         attractors: attractor counts, used in turn.
-        train, dev, test, seed: see :class:`~structattn.probes.tasks.synthetic.SyntheticTask`.
+        train, dev, test, seed: see :class:`~structattn.tasks.synthetic.SyntheticTask`.
         max_depth: embedding depth of the grammar (see :class:`GrammarGenerator`).
     """
 

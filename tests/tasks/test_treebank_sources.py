@@ -7,7 +7,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from structattn.probes.task import get_task
+from structattn.tasks.base import get_task
 from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 from structattn.structures.sentence import validate_tree
 

@@ -7,8 +7,8 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from structattn.probes.constituents import constituency_depth, top_constituents
-from structattn.probes.ssan_probes import (
+from structattn.tasks.constituents import constituency_depth, top_constituents
+from structattn.tasks.ssan_data import (
     CORE_RELATIONS,
     DEPENDENCY_DEPTH_BINS,
     OTHER,
@@ -326,11 +326,11 @@ def test_majority_baseline_and_errors():
     ],
 )
 def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels, limit):
-    import structattn.probes.tasks.ssan_bigram_shift  # noqa: F401  (registration)
-    import structattn.probes.tasks.ssan_top_constituents  # noqa: F401
-    import structattn.probes.tasks.ssan_tree_depth  # noqa: F401
-    import structattn.probes.tasks.ssan_word_reordering  # noqa: F401
-    from structattn.probes.task import get_task
+    import structattn.tasks.ssan_bigram_shift  # noqa: F401  (registration)
+    import structattn.tasks.ssan_top_constituents  # noqa: F401
+    import structattn.tasks.ssan_tree_depth  # noqa: F401
+    import structattn.tasks.ssan_word_reordering  # noqa: F401
+    from structattn.tasks.base import get_task
 
     task = get_task(name, limit=limit, seed=3)
     assert task.output == output and task.num_labels == num_labels and task.options()["seed"] == 3
@@ -361,7 +361,7 @@ def test_ssan_tasks_follow_the_task_protocol(name, output, num_labels, limit):
 
 
 def test_unbalanced_options_of_the_reordering_and_top_constituent_tasks():
-    from structattn.probes.task import get_task
+    from structattn.tasks.base import get_task
 
     tagging = get_task("ssan_word_reordering", limit=100, scoring="all")
     for item in tagging.splits()["test"]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from structattn.probes.task import IGNORE, Label, register_task
-from structattn.probes.tasks.treebank import TreebankTask
+from structattn.tasks.base import IGNORE, Label, register_task
+from structattn.tasks.treebank import TreebankTask
 from structattn.structures.sentence import Sentence
 
 

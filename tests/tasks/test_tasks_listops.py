@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from structattn.experiments import prepare_data
-from structattn.probes.task import get_task
+from structattn.tasks.base import get_task
 from structattn.structures.generators import evaluate_listops
 
 
@@ -41,7 +41,7 @@ def test_bad_options_are_rejected():
 
 
 def test_a_generator_missing_values_fails_naming_them(monkeypatch):
-    import structattn.probes.tasks.listops as module
+    import structattn.tasks.listops as module
 
     real = module.ListOpsGenerator
 

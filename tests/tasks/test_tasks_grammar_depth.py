@@ -3,7 +3,7 @@
 import networkx as nx
 import pytest
 
-from structattn.probes.task import get_task
+from structattn.tasks.base import get_task
 
 
 def test_labels_are_tree_depths_clipped():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from structattn.probes.structural import tree_depths
-from structattn.probes.task import register_task
-from structattn.probes.tasks.treebank import TreebankTask
+from structattn.structures.trees import tree_depths
+from structattn.tasks.base import register_task
+from structattn.tasks.treebank import TreebankTask
 from structattn.structures.sentence import Sentence
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from structattn.probes.task import Item, Task
+from structattn.tasks.base import Item, Task
 
 SPLITS = ("train", "dev", "test")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from structattn.probes.ssan_probes import (
+from structattn.tasks.ssan_data import (
     CORE_RELATIONS,
     OTHER,
     ProbeExample,
@@ -13,18 +13,18 @@ from structattn.probes.ssan_probes import (
     top_constituent_examples,
     top_sequence,
 )
-from structattn.probes.task import register_task
-from structattn.probes.tasks.ssan_base import SsanTask
+from structattn.tasks.base import register_task
+from structattn.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
 
 
 @register_task("ssan_top_constituents")
 class SsanTopConstituents(SsanTask):
     """Sentence classification: the ``num_classes - 1`` most frequent train-split sequences of the root's
-    relations (see :func:`~structattn.probes.ssan_probes.top_sequence`) are classes ``0..num_classes-2`` (by
+    relations (see :func:`~structattn.tasks.ssan_data.top_sequence`) are classes ``0..num_classes-2`` (by
     frequency), everything else is ``OTHER`` (the last class).
 
-    The default is the coarse analogue on :data:`~structattn.probes.ssan_probes.CORE_RELATIONS`: the order
+    The default is the coarse analogue on :data:`~structattn.tasks.ssan_data.CORE_RELATIONS`: the order
     of subject, objects and clausal complements around the predicate (``"nsubj ROOT obj"``), 5 classes,
     each split balanced. On the bundled Czech PUD the full sequence (``relations="all"``, punctuation and
     adjuncts included) takes 509 distinct values over 800 train sentences: with 20 classes ``OTHER`` holds
@@ -34,11 +34,11 @@ class SsanTopConstituents(SsanTask):
 
     Args:
         num_classes: named classes plus ``OTHER``.
-        relations: ``"core"`` (:data:`~structattn.probes.ssan_probes.CORE_RELATIONS`), ``"all"`` (every
+        relations: ``"core"`` (:data:`~structattn.tasks.ssan_data.CORE_RELATIONS`), ``"all"`` (every
             dependent of the root), or a list of relation names.
         balance: downsample each split's classes to its smallest one (seeded).
         max_per_class: keep at most this many examples of each class per split (seeded).
-        seed, **treebank: see :class:`~structattn.probes.tasks.ssan_base.SsanTask`.
+        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"

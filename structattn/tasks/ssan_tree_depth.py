@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from structattn.probes.ssan_probes import DEPENDENCY_DEPTH_BINS, ProbeExample, tree_depth_examples
-from structattn.probes.task import register_task
-from structattn.probes.tasks.ssan_base import SsanTask
+from structattn.tasks.ssan_data import DEPENDENCY_DEPTH_BINS, ProbeExample, tree_depth_examples
+from structattn.tasks.base import register_task
+from structattn.tasks.ssan_base import SsanTask
 from structattn.structures.sentence import Sentence
 
 
@@ -15,10 +15,10 @@ class SsanTreeDepth(SsanTask):
     """Sentence classification of the maximum dependency depth into ``len(bins) + 1`` classes.
 
     Args:
-        bins: class upper bounds (default :data:`~structattn.probes.ssan_probes.DEPENDENCY_DEPTH_BINS`,
+        bins: class upper bounds (default :data:`~structattn.tasks.ssan_data.DEPENDENCY_DEPTH_BINS`,
             the quartiles of the bundled Czech PUD: ``<= 3``, ``4``, ``5``, ``>= 6``).
         balance: downsample each split's classes to its smallest one.
-        seed, **treebank: see :class:`~structattn.probes.tasks.ssan_base.SsanTask`.
+        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"
