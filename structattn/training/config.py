@@ -12,7 +12,11 @@ class TrainConfig:
 
     Args:
         lr: peak learning rate (AdamW).
-        weight_decay: AdamW weight decay.
+        weight_decay: AdamW weight decay, applied only to weight matrices: tensors with fewer than 2
+            dimensions (LayerNorm gains, biases, scales) are not decayed, nor are the parameters of a
+            ``StructuredAttention`` module (its bias tables, whatever their shape) except the weights of an
+            ``nn.Linear`` inside it (``ssan``'s policy projections decay like other linear weights). See
+            :func:`structattn.training.param_groups.decays`.
         warmup_steps: linear warmup length, then inverse-square-root decay.
         max_steps: optimiser updates at most.
         batch_size: sentences per batch (per process when data parallel).

@@ -20,6 +20,7 @@ from structattn.training.config import TrainConfig
 from structattn.training.data import Example, make_batch
 from structattn.training.distributed import Distributed, all_reduce_sum
 from structattn.training.evaluation import evaluate, task_loss
+from structattn.training.param_groups import parameter_groups
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
 
@@ -58,7 +59,7 @@ class Trainer:
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_extra = checkpoint_extra or {}
         self.quiet = quiet or not context.is_main
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.network = DistributedDataParallel(self.model) if context.enabled else self.model
         self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
