@@ -366,7 +366,9 @@ def _compiled_flex():
     if _FLEX is None:
         from torch.nn.attention.flex_attention import flex_attention
 
-        _FLEX = torch.compile(flex_attention)
+        # static shapes (one graph per length), as local_global does: the dynamic-shape graph failed to
+        # compile for CPU at the second distinct length (Inductor C++ error)
+        _FLEX = torch.compile(flex_attention, dynamic=False)
     return _FLEX
 
 

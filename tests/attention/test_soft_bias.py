@@ -3,6 +3,8 @@ backward (against autograd of the naive path and gradcheck), bf16, the flex back
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -309,3 +311,20 @@ def test_cuda_training_matches_reference(backend, generator):
     torch.testing.assert_close(out.double().cpu(), want, atol=1e-4, rtol=1e-4)
     for got, ref in zip(grads, want_grads):
         torch.testing.assert_close(got.double().cpu(), ref, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["soft_bias", "fixed_decay"])
+def test_flex_cpu_inference_at_two_lengths(name, generator):
+    """Regression: the flex call was compiled with dynamic shapes and failed (Inductor C++ compile error) at
+    the second distinct sequence length under no_grad on CPU. Now static shapes, one graph per length."""
+    module = make(H, D, backend="flex") if name == "soft_bias" else get_attention(name, num_heads=H, head_dim=D,
+                                                                                   alpha=0.7, backend="flex")
+    fast = copy.deepcopy(module)
+    fast.backend = "sdpa"
+    for lengths in ([5, 3], [6, 4]):
+        structure = dependency_structure(lengths, generator, forests=True)
+        q, k, v = (x.detach() for x in random_qkv(B, H, max(lengths), D, generator, torch.float32))
+        with torch.no_grad():
+            got = module(q, k, v, structure)
+            want = fast(q, k, v, structure)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
