@@ -46,9 +46,10 @@ def test_empty_node_collapsed_onto_its_heads():
 
 
 def test_empty_node_under_the_root_and_several_heads():
-    """0.1 has 0:root: its dependents become root-headed edges; "on" keeps its own 0:root as well."""
+    """0.1 has only 0:root: "on" (the basic root, one of its dependents) stands in for it and takes its root
+    edge; the other dependents attach to "on"; "on" keeps its own 0:root as well."""
     s3 = read_conllu(UD)[2]
-    assert s3.edges == [E(-1, 0, "cc"), E(-1, 1, "advmod"), E(-1, 2, "conj"), E(-1, 2, "root"), E(-1, 3, "punct")]
+    assert s3.edges == [E(2, 0, "cc"), E(2, 1, "advmod"), E(-1, 2, "conj"), E(-1, 2, "root"), E(2, 3, "punct")]
 
 
 def test_empty_nodes_heading_empty_nodes_resolve_transitively():

@@ -7,6 +7,14 @@ becomes the single edge ``h -> d``: one hop shorter, and the enhanced graph stay
 empty node that is itself headed by empty nodes are resolved transitively; an edge from a word to itself
 that the collapsing produces is dropped.
 
+An empty node whose only head is the root (``0:root``: an elided main predicate, as in "And so on." or
+Czech "A co postoj Austrálie?") has no word to hand its dependents to, and attaching them all to the root
+would cut the graph into pieces. One of its word dependents stands in for it instead: the root of the
+basic tree when it is among them (the word basic UD promoted into the elided predicate's place), else the
+first dependent in word order. The stand-in takes the empty node's root edge (with its own label) and
+every other dependent of the empty node is attached to the stand-in, so the graph stays connected and the
+stand-in is one hop closer to its co-dependents than the empty node was.
+
 Edges come out deduplicated and sorted by ``(dependent, head, label)``, the order CoNLL-U's DEPS column
 (sorted by head) gives; the writer relies on it for identical round trips.
 """
@@ -28,6 +36,13 @@ class _Resolver:
         self.n = sum(r.kind == "word" for r in rows)
         self.empty = {r.key: r for r in rows if r.kind == "empty"}
         self.locate = locate
+        self.dependents: dict[NodeKey, list[int]] = {}  # empty node -> its word dependents (0-based, in order)
+        for r in rows:
+            if r.kind == "word":
+                for head_key, _ in r.deps or ():
+                    if not isinstance(head_key, int) and r.key[0] - 1 not in self.dependents.get(head_key, []):
+                        self.dependents.setdefault(head_key, []).append(r.key[0] - 1)
+        self.basic_root = next((r.key[0] - 1 for r in rows if r.kind == "word" and r.head == 0), None)
 
     def heads(self, key: NodeKey, row: Row, trail: tuple[NodeKey, ...] = ()) -> list[int]:
         if isinstance(key, int):
@@ -45,7 +60,19 @@ class _Resolver:
         node = self.empty[key]
         if not node.deps:
             raise self.locate.error(node, f"{self.locate.token(node)} has no DEPS (an empty node needs a head)")
-        return [h for head_key, _ in node.deps for h in self.heads(head_key, node, trail + (key,))]
+        heads = [h for head_key, _ in node.deps for h in self.heads(head_key, node, trail + (key,))]
+        stand_in = self.stand_in(key) if all(h == -1 for h in heads) else None
+        if stand_in is None:
+            return heads
+        return heads if row.kind == "word" and row.key[0] - 1 == stand_in else [stand_in]
+
+    def stand_in(self, key: NodeKey) -> int | None:
+        """The word that replaces a root-only empty node (see the module docstring), ``None`` without word
+        dependents."""
+        dependents = self.dependents.get(key, [])
+        if not dependents:
+            return None
+        return self.basic_root if self.basic_root in dependents else dependents[0]
 
 
 def enhanced_edges(rows: list[Row], locate: Locator) -> list[SemanticEdge] | None:

@@ -4,7 +4,8 @@ Conversions: HEAD (1-based, 0 = root) becomes ``heads`` (0-based, -1 = root); DE
 (:class:`SemanticEdge`, head -1 for ``0:root``); a multi-word token ``1-2`` stays one entry of
 ``Sentence.multiword`` while its syntactic words are the ``words``; ``Entity=`` in MISC (CorefUD 1.0)
 becomes ``coref`` (see ``_coref.py``). Empty nodes (``8.1``) are removed and their dependents attached to
-their heads, which makes paths through them one hop shorter (see ``_enhanced.py``). ``meta`` holds the
+their heads (to a word standing in for one whose only head is the root), which makes paths through them one
+hop shorter and keeps the graph connected (see ``_enhanced.py``). ``meta`` holds the
 comments (``text``, ``text_en``, ...; ``sent_id`` goes to ``id``, ``newdoc id`` to ``doc_id``) and, for
 coreference, ``meta["coref_ids"]``: the entity id of each cluster. LEMMA, XPOS, FEATS and the rest of MISC
 are not kept.
