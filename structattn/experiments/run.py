@@ -151,7 +151,7 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
             "model": setup.model.to_dict(), "vocab": data.vocab.to_dict(), "seed": spec.seed, "run_id": spec.run_id}
     trainer = Trainer(model, setup.training, data.task.output, seed=spec.seed, context=context, quiet=quiet,
                       checkpoint_dir=None if out_dir is None else out_dir / "checkpoints",
-                      checkpoint_extra={"config": config, "meta": meta})
+                      checkpoint_extra={"config": config, "meta": meta}, run_id=spec.run_id)
     view = {k: [_only(e, names) for e in xs] for k, xs in data.examples.items()}
     result = trainer.fit(view["train"], view["dev"], resume=resume)
     test = trainer.evaluate(view["test"], desc="test")

@@ -49,16 +49,23 @@ class Trainer:
         checkpoint_extra: stored in every checkpoint (``config``: operative gin config; ``meta``: how to
             rebuild the model).
         quiet: no progress bars.
+        run_id: names the run in errors (divergence, resume mismatches).
+
+    Raises (from :meth:`fit`):
+        ValueError: the training loss or the gradient norm became NaN or infinite (names the step, the
+            learning rate and the run), or a resumed checkpoint was trained with other settings.
     """
 
     def __init__(self, model: TaskModel, config: TrainConfig, output: str, *, seed: int = 0,
                  context: Distributed = Distributed(), checkpoint_dir: str | Path | None = None,
-                 checkpoint_extra: dict[str, Any] | None = None, quiet: bool = False) -> None:
+                 checkpoint_extra: dict[str, Any] | None = None, quiet: bool = False,
+                 run_id: str | None = None) -> None:
         self.model = model.to(context.device)
         self.config, self.output, self.seed, self.context = config, output, seed, context
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_extra = checkpoint_extra or {}
         self.quiet = quiet or not context.is_main
+        self.run_id = run_id
         self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.network = DistributedDataParallel(self.model) if context.enabled else self.model
@@ -98,14 +105,26 @@ class Trainer:
         self.network.train()
         loss = task_loss(self.network(batch), batch.labels)
         self.optimizer.zero_grad(set_to_none=True)
+        self._check_finite("training loss", loss)
         loss.backward()
         if self.config.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+            self._check_finite("gradient norm", norm)
         self.optimizer.step()
         self.scheduler.step()
         self.loop["step"] += 1
         self.loop["loss_sum"] += float(loss.detach())
         self.loop["loss_count"] += 1
+
+    def _check_finite(self, what: str, value: torch.Tensor) -> None:
+        """Stop a diverged run (NaN / inf) at the step it happened, instead of finishing at chance level."""
+        value = value.detach()
+        if bool(torch.isfinite(value).all()):
+            return
+        who = f"run {self.run_id}: " if self.run_id else ""
+        lr = self.scheduler.get_last_lr()[0]
+        raise ValueError(f"{who}{what} became {float(value):g} at step {self.loop['step'] + 1} (lr {lr:.1e}); "
+                         "lower training.lr or check the data")
 
     def _evaluate_and_save(self, dev: Sequence[Example], bar: tqdm) -> bool:
         """Evaluate, keep the best weights, checkpoint; True when patience has run out."""

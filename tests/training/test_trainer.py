@@ -104,3 +104,28 @@ def test_config_validation():
         TrainConfig(max_steps=0)
     with pytest.raises(ValueError, match="lr must be >= 0"):
         TrainConfig(lr=-1.0)
+
+
+def test_divergence_stops_with_the_step_and_the_run(data):
+    task, vocab, examples = data
+    config = TrainConfig(lr=1e6, warmup_steps=0, max_steps=50, batch_size=8, eval_every=50, patience=0, clip_norm=0.0)
+    trainer = Trainer(fresh(vocab), config, task.output, quiet=True, run_id="000_parity_full_s0")
+    with pytest.raises(ValueError, match=r"run 000_parity_full_s0: training loss became (nan|inf) at step \d+ "
+                                         r"\(lr [0-9.]+e\+0[56]\); lower training.lr"):
+        trainer.fit(examples["train"], examples["dev"])
+    assert trainer.loop["step"] < 50 and not trainer.result.history  # stopped at once, no evaluation
+
+
+def test_nan_loss_names_the_step(data, monkeypatch):
+    import structattn.training.trainer as trainer_module
+
+    task, vocab, examples = data
+    calls = []
+
+    from structattn.training.evaluation import task_loss
+
+    monkeypatch.setattr(trainer_module, "task_loss", lambda logits, labels: (
+        calls.append(1) or (task_loss(logits, labels) * (float("nan") if len(calls) == 3 else 1.0))))
+    config = TrainConfig(lr=1e-3, warmup_steps=0, max_steps=10, batch_size=8, eval_every=10, patience=0)
+    with pytest.raises(ValueError, match="training loss became nan at step 3 "):
+        Trainer(fresh(vocab), config, task.output, quiet=True).fit(examples["train"], examples["dev"])
