@@ -9,7 +9,7 @@ step                     metrics
 ``structural_distance``  distance probe (Hewitt & Manning 2019) fit on frozen train hidden states, scored on
                          test: ``dist_uuas``, ``dist_spearman``
 ``structural_depth``     depth probe, likewise: ``depth_root_acc``, ``depth_spearman``
-``tree_induction``       maximum spanning trees of each head's symmetrised test attention:
+``tree_induction``       trees induced from each head's test attention (``scoring=``, punctuation excluded):
                          ``tree_uuas_L{l}H{h}``, ``tree_uuas_best``, ``tree_uuas_random``,
                          ``tree_uuas_right_branching``
 ``by_attractors``        sentence tasks whose items carry ``meta["num_attractors"]`` (``agreement``): test
@@ -166,17 +166,28 @@ class StructuralDepth(_Structural):
 @PROBE_STEPS.register("tree_induction")
 class TreeInduction(ProbeStep):
     """UUAS of trees induced from every layer's and head's attention on the first ``max_items`` test items,
-    against a random-tree and a right-branching baseline (punctuation kept, as the attention sees it)."""
+    against a random-tree and a right-branching baseline.
 
-    def __init__(self, max_items: int = 200, num_random: int = 10) -> None:
-        self.max_items, self.num_random = max_items, num_random
+    Options: ``scoring`` (``"symmetric"``, ``"marecek_rosa"``, ``"directed_gold_root"``; see
+    :mod:`structattn.probes.tree_induction`) and ``exclude_punct`` (default True: punctuation is left out of
+    decoding and scoring, as in the structural probes, whenever every test item has ``upos``; items without
+    ``upos`` are scored over every word)."""
+
+    def __init__(self, max_items: int = 200, num_random: int = 10, scoring: str = "symmetric",
+                 exclude_punct: bool = True) -> None:
+        if scoring not in tree_induction.SCORINGS:
+            raise ValueError(f"probe step 'tree_induction': unknown scoring {scoring!r}; known: "
+                             f"{', '.join(tree_induction.SCORINGS)}")
+        self.max_items, self.num_random, self.scoring, self.exclude_punct = max_items, num_random, scoring, exclude_punct
 
     def run(self, model, data, examples, seed, device):
         gold = gold_sentences(data, "test", self.name, self.max_items)
         _, weights = word_outputs(model, examples["test"][:len(gold)], data.task.output, device, attention=True)
         n = max(len(s) for s in gold)
         layers = [torch.stack([_pad_square(w[layer], n) for w in weights]) for layer in range(len(weights[0]))]
-        rows = tree_induction.tree_induction_uuas(layers, gold, num_random=self.num_random, seed=seed)
+        punct = self.exclude_punct and all(s.upos is not None for s in gold)
+        rows = tree_induction.tree_induction_uuas(layers, gold, exclude_punct=punct, num_random=self.num_random,
+                                                  seed=seed, scoring=self.scoring)
         out = {f"tree_uuas_L{r['layer']}H{r['head']}": r["uuas"] for r in rows}
         out["tree_uuas_best"] = max(r["uuas"] for r in rows)
         out["tree_uuas_random"] = rows[0]["random_baseline"]

@@ -10,9 +10,17 @@ On frozen word-level hidden states ``h`` (b, n, d_model) a linear map ``B`` (ran
 
 Metrics (:func:`evaluate`), as in the paper:
 
-* ``uuas`` (distance): minimum spanning tree of the predicted distances (scipy) vs the gold tree's
-  undirected edges, pooled over the corpus. With ``exclude_punct=True`` (the paper's setting, default)
-  words with ``upos == "PUNCT"`` are dropped before decoding and scoring.
+* ``uuas`` (distance): minimum spanning tree of the predicted distances (scipy) vs the gold edges, pooled
+  over the corpus. With ``exclude_punct=True`` (the paper's setting, default) words with ``upos == "PUNCT"``
+  are dropped before decoding and scoring. The gold edges follow ``gold_edges``:
+
+  - ``"reference"`` (default): as in the paper's code (``structural-probes``, ``reporter.py``,
+    ``prims_matrix_to_edges``): the minimum spanning tree of the *gold distances* over the non-punctuation
+    words (Kruskal over pairs sorted by distance, ties in row-major order), so every sentence of ``m``
+    scored words has ``m - 1`` gold edges. Where a punctuation mark has dependents, the tree edges through
+    it are replaced by edges between the words it separated (``a <- ( -> b`` gives the gold edge ``a - b``).
+  - ``"tree"``: the gold tree's head-dependent pairs whose both ends are scored (fewer gold edges when
+    punctuation has dependents). The two agree whenever punctuation words are leaves.
 * ``root_acc`` (depth): the fraction of sentences whose shallowest predicted non-punctuation word is the
   gold root.
 * ``spearman``: ``scipy.stats.spearmanr`` between predicted and gold values over all words (punctuation
@@ -26,10 +34,10 @@ Glossary: b batch, n tokens (words), d model dim, r probe rank.
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from typing import Sequence
 
+import networkx as nx
 import numpy as np
 import torch
 from einops import einsum
@@ -39,7 +47,7 @@ from tqdm.auto import tqdm
 
 from structattn.structures.providers import get_provider
 from structattn.structures.sentence import Sentence
-from structattn.structures.trees import probe_loss, punctuation_keep, spanning_tree, tree_depths, tree_edges, uuas
+from structattn.structures.trees import Edge, probe_loss, punctuation_keep, spanning_tree, tree_depths, tree_edges, uuas
 
 
 class StructuralProbe(nn.Module):
@@ -83,8 +91,10 @@ class StructuralProbe(nn.Module):
         sentences: Sequence[Sentence],
         exclude_punct: bool,
         length_range: tuple[int, int],
+        gold_edges: str = "reference",
     ) -> dict[str, float]:
-        """Metrics from per-sentence predictions and gold values, both cropped to each sentence's length."""
+        """Metrics from per-sentence predictions and gold values, both cropped to each sentence's length
+        (``gold_edges``: see the module docstring; distance probes only)."""
         raise NotImplementedError
 
 
@@ -106,13 +116,15 @@ class DistanceProbe(StructuralProbe):
     def loss(self, predicted: torch.Tensor, gold: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
         return probe_loss(predicted, gold, token_mask)
 
-    def metrics(self, predicted, gold, sentences, exclude_punct, length_range):
+    def metrics(self, predicted, gold, sentences, exclude_punct, length_range, gold_edges="reference"):
+        if gold_edges not in GOLD_EDGES:
+            raise ValueError(f"gold_edges must be one of {GOLD_EDGES}, got {gold_edges!r}")
         decoded, edges, by_length = [], [], defaultdict(list)
         for pred, true, s in zip(predicted, gold, sentences):
             keep = punctuation_keep(s, exclude_punct)
             idx = np.flatnonzero(keep)
             decoded.append({(int(idx[i]), int(idx[j])) for i, j in spanning_tree(pred[np.ix_(idx, idx)])})
-            edges.append(tree_edges(s.heads, keep))
+            edges.append(reference_gold_edges(true, idx) if gold_edges == "reference" else tree_edges(s.heads, keep))
             if length_range[0] <= len(s) <= length_range[1]:
                 by_length[len(s)].append(float(np.mean(_row_spearman(pred, true))))
         return {"uuas": uuas(decoded, edges), **_macro_spearman(by_length)}
@@ -136,7 +148,7 @@ class DepthProbe(StructuralProbe):
         lengths = token_mask.sum(-1).to(predicted.dtype)
         return (err.sum(-1) / lengths).mean()
 
-    def metrics(self, predicted, gold, sentences, exclude_punct, length_range):
+    def metrics(self, predicted, gold, sentences, exclude_punct, length_range, gold_edges="reference"):
         correct, by_length = 0, defaultdict(list)
         for pred, true, s in zip(predicted, gold, sentences):
             keep = np.asarray(punctuation_keep(s, exclude_punct))
@@ -146,6 +158,21 @@ class DepthProbe(StructuralProbe):
                 by_length[len(s)].append(_spearman(pred, true))
         return {"root_acc": correct / len(sentences), **_macro_spearman(by_length)}
 
+
+GOLD_EDGES = ("reference", "tree")
+
+
+def reference_gold_edges(distance: np.ndarray, kept: np.ndarray) -> set[Edge]:
+    """Gold UUAS edges as the reference code computes them: the minimum spanning tree (networkx Kruskal,
+    ties in row-major order of the pairs) of the gold distances restricted to the ``kept`` words.
+
+    Shapes:
+        distance (n, n) gold hops; kept (m,) word positions. Returns ``m - 1`` edges ``(i, j)``, ``i < j``.
+    """
+    graph = nx.Graph()
+    graph.add_nodes_from(int(i) for i in kept)
+    graph.add_weighted_edges_from((int(i), int(j), float(distance[i, j])) for a, i in enumerate(kept) for j in kept[a + 1:])
+    return {(min(i, j), max(i, j)) for i, j in nx.minimum_spanning_edges(graph, algorithm="kruskal", data=False)}
 
 
 def gold_distances(sentences: Sequence[Sentence], n: int) -> torch.Tensor:
@@ -220,8 +247,10 @@ def evaluate(
     gold: Sequence[Sentence],
     exclude_punct: bool = True,
     length_range: tuple[int, int] = (5, 50),
+    gold_edges: str = "reference",
 ) -> dict[str, float]:
-    """Loss and the paper's metrics of ``probe`` on ``hidden`` (arguments as in :func:`fit_probe`).
+    """Loss and the paper's metrics of ``probe`` on ``hidden`` (arguments as in :func:`fit_probe`;
+    ``gold_edges`` as in the module docstring).
 
     Returns:
         ``{"loss", "uuas", "spearman", "spearman_sentences"}`` for a distance probe and
@@ -235,7 +264,7 @@ def evaluate(
     pred, true = (t.to(torch.float64).cpu().numpy() for t in (predicted, target))
     crops = [(k,) + (slice(0, len(s)),) * (pred.ndim - 1) for k, s in enumerate(gold)]  # real tokens of row k
     pred_k, true_k = [pred[c] for c in crops], [true[c] for c in crops]
-    return {"loss": float(loss), **probe.metrics(pred_k, true_k, gold, exclude_punct, length_range)}
+    return {"loss": float(loss), **probe.metrics(pred_k, true_k, gold, exclude_punct, length_range, gold_edges)}
 
 
 def _check_batch(probe: StructuralProbe, hidden: torch.Tensor, token_mask: torch.Tensor, gold: Sequence[Sentence]) -> None:
@@ -270,15 +299,10 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 def _row_spearman(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row of ``pred`` with the same row of ``true`` (n, n); 0 where undefined.
 
-    One ``spearmanr(axis=1)`` call correlates all 2n rows with each other; row i vs row i sits at [i, n + i].
+    One :func:`_spearman` call per row: a batched ``spearmanr(axis=1)`` returns a bare scalar NaN when every
+    row is constant, which cannot be indexed per row.
     """
-    n = pred.shape[0]
-    if n < 2:
-        return np.zeros(n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant rows: nan, replaced by 0 below
-        rho = np.asarray(spearmanr(pred, true, axis=1).statistic)
-    return np.nan_to_num(np.diagonal(rho[:n, n:]), nan=0.0)
+    return np.array([_spearman(p, t) for p, t in zip(pred, true)], dtype=np.float64)
 
 
 def _macro_spearman(by_length: dict[int, list[float]]) -> dict[str, float]:

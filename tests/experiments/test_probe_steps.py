@@ -188,3 +188,24 @@ def test_reorder_positions_scores_pointers_over_every_word(capsys):
     other = prepare_data(make_task("ssan_bigram_shift(limit=30)"), make_providers(["dependency"], {}), {}, quiet=True)
     assert step.run(PositionOracle([]), other, other.examples, 0, "cpu") == {}
     assert "'reorder_positions': task 'ssan_bigram_shift' is not 'ssan_word_reordering'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scoring", ["symmetric", "directed_gold_root"])
+def test_tree_induction_step_scorings_recover_a_forced_tree_without_punctuation(scoring):
+    """An untrained hard_mask(dependency) model attends only along gold edges (and to itself): the symmetric
+    MST and the arborescence at the gold root are then the gold tree. Punctuation is excluded by default, so
+    the step's baselines equal the punctuation-free ones."""
+    from structattn.probes.tree_induction import right_branching_uuas
+
+    task = make_task("depth_tagging(limit=30)")
+    data = prepare_data(task, make_providers(["dependency"], {}), {}, quiet=True)
+    model = build_model(task, len(data.vocab), "hard_mask(dependency)", MODEL, make_providers(["dependency"], {}))
+    out = run_probe_steps([f"tree_induction(max_items=10, scoring={scoring!r})"], model, data, data.examples, 0)
+    assert out["tree_uuas_best"] == pytest.approx(1.0)
+    assert all(v == pytest.approx(1.0) for k, v in out.items() if k.startswith("tree_uuas_L"))
+    test = data.items["test"][:10]
+    assert any(u == "PUNCT" for s in test for u in s.upos)
+    assert out["tree_uuas_right_branching"] == right_branching_uuas(test, exclude_punct=True)
+    assert out["tree_uuas_right_branching"] != right_branching_uuas(test, exclude_punct=False)
+    with pytest.raises(ValueError, match="unknown scoring 'mst'"):
+        make_probe_step("tree_induction(scoring='mst')")

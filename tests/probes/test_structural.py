@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from structattn.probes.structural import DepthProbe, DistanceProbe, evaluate, fit_probe, gold_depths, gold_distances
+from structattn.probes.structural import (
+    DepthProbe,
+    DistanceProbe,
+    evaluate,
+    fit_probe,
+    gold_depths,
+    gold_distances,
+    reference_gold_edges,
+)
 from structattn.probes.tree_induction import random_tree_uuas, spanning_tree, tree_edges
 from structattn.structures import Sentence
 from tests.structures.oracles import dependency_graph, distances_from_graph, random_heads
@@ -208,3 +216,71 @@ def test_bad_inputs_name_the_culprit():
         evaluate(DistanceProbe(3, 2), torch.zeros(1, 2, 3), torch.ones(1, 2, dtype=torch.bool), [no_upos])
     with pytest.raises(ValueError, match="rank"):
         DepthProbe(3, 0)
+
+
+# -- regressions and reference-code fidelity ------------------------------------------------------------------
+def test_constant_predictions_count_as_zero_spearman():
+    """Regression: a constant prediction for a 5-50 word sentence made the batched spearmanr return a bare
+    scalar NaN, and indexing its diagonal raised IndexError; the docstring says it counts as 0."""
+    sentences = make_sentences(3, random.Random(8), 6, 9)
+    n = max(len(s) for s in sentences)
+    hidden, mask = torch.randn(3, n, 4, generator=torch.Generator().manual_seed(8)), padded_mask(sentences, n)
+    for cls in (DistanceProbe, DepthProbe):
+        probe = cls(4, 2)
+        with torch.no_grad():
+            probe.proj.zero_()  # every prediction 0: constant rows and constant depth vectors
+        out = evaluate(probe, hidden, mask, sentences)
+        assert out["spearman"] == 0.0 and out["spearman_sentences"] == 3.0
+    s = tiny()
+    gold = gold_distances([s], 4)[0].numpy().astype(float)
+    pred = gold.copy()
+    pred[2] = 7.0  # one constant row among informative ones: rho 0 for it, 1 for the others
+    out = DistanceProbe(2, 2).metrics([pred], [gold], [s], False, (1, 50))
+    assert out["spearman"] == pytest.approx(3 / 4)
+
+
+def reporter_gold_edges(distance: np.ndarray, upos: list[str]) -> set[tuple[int, int]]:
+    """A transcription of structural-probes' reporter.prims_matrix_to_edges: pairs of non-punctuation words
+    sorted (stably) by distance in row-major order, joined Kruskal-style with a union-find."""
+    pairs = {(i, j): distance[i, j] for i in range(len(upos)) for j in range(len(upos))
+             if upos[i] != "PUNCT" and upos[j] != "PUNCT"}
+    parent = list(range(len(upos)))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    edges = set()
+    for (i, j), _ in sorted(pairs.items(), key=lambda x: x[1]):
+        if find(i) != find(j):
+            parent[find(i)] = find(j)
+            edges.add((min(i, j), max(i, j)))
+    return edges
+
+
+def test_gold_uuas_edges_follow_the_reference_code_when_punctuation_has_a_dependent():
+    """x ( y ) z with y attached to "(": the tree has no edge between non-punctuation words x and y, but the
+    reference code's gold MST over non-punctuation distances links them (d(x, y) = 2)."""
+    s = Sentence(["x", "(", "y", ")", "z"], heads=[-1, 0, 1, 1, 0],
+                 upos=["X", "PUNCT", "X", "PUNCT", "X"], id="paren")
+    gold = gold_distances([s], 5)[0].numpy().astype(float)
+    assert reporter_gold_edges(gold, s.upos) == {(0, 4), (0, 2)}
+    pred = gold.copy()
+    pred[2, 4] = pred[4, 2] = 0.5  # decoded tree over x, y, z: (2,4) then (0,4)
+    probe = DistanceProbe(2, 2)
+    assert probe.metrics([pred], [gold], [s], True, (1, 50))["uuas"] == 0.5  # (0,4) of {(0,4), (0,2)}
+    assert probe.metrics([pred], [gold], [s], True, (1, 50), gold_edges="tree")["uuas"] == 1.0  # {(0,4)} only
+    assert probe.metrics([gold], [gold], [s], True, (1, 50))["uuas"] == 1.0
+    with pytest.raises(ValueError, match="gold_edges must be one of"):
+        probe.metrics([gold], [gold], [s], True, (1, 50), gold_edges="mst")
+
+
+def test_reference_gold_edges_match_a_transcription_of_the_reference_code():
+    rng = random.Random(9)
+    for s in make_sentences(40, rng, 2, 14):
+        upos = [rng.choice(["X", "X", "PUNCT"]) for _ in range(len(s))]
+        s = Sentence(s.words, heads=s.heads, upos=upos, id=s.id)
+        gold = gold_distances([s], len(s))[0].numpy().astype(float)
+        kept = np.flatnonzero([u != "PUNCT" for u in upos])
+        assert reference_gold_edges(gold, kept) == reporter_gold_edges(gold, upos), s.heads

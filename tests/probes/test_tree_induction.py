@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from structattn.probes.tree_induction import (
+    SCORINGS,
     induce_trees,
     random_tree,
     random_tree_uuas,
@@ -84,7 +85,7 @@ def test_literal_case():
                       [0.1, 0.3, 0.6, 0.0]], dtype=torch.float64)[None, None]
     trees = induce_trees(w, torch.ones(1, 4, dtype=torch.bool))
     assert trees == [[{(0, 1), (2, 3), (0, 2)}]]  # 1.0, 1.1, then 0.6 joins the two parts
-    s = Sentence(["a", "b", "c", "d"], heads=[1, -1, 1, 1], id="lit")  # gold (0,1), (1,2), (1,3)
+    s = Sentence(["a", "b", "c", "d"], heads=[1, -1, 1, 1], upos=["X"] * 4, id="lit")  # gold (0,1), (1,2), (1,3)
     rows = tree_induction_uuas([w], [s])
     assert rows[0]["uuas"] == pytest.approx(1 / 3)  # only (0,1)
     assert rows[0]["right_branching_baseline"] == pytest.approx(2 / 3)  # chain (0,1),(1,2),(2,3) vs gold
@@ -177,3 +178,92 @@ def test_bad_inputs_name_the_culprit():
         induce_trees(torch.rand(2, 3, 3), torch.ones(2, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="token_mask has shape"):
         induce_trees(w, torch.ones(1, 4, dtype=torch.bool))
+
+
+# -- scorings (item: Raganato & Tiedemann / Mareček & Rosa / Limisiewicz et al.) -----------------------------
+#: rows are queries: w[i, j] = how much word i attends to word j.
+THREE_WAYS = torch.tensor([[0.0, 6.0, 0.0], [4.0, 0.0, 5.0], [3.0, 2.0, 0.0]], dtype=torch.float64)
+
+
+def test_the_three_scorings_give_different_hand_computed_trees():
+    """symmetric: w + w^T has (0,1)=10, (1,2)=7, (0,2)=3 -> {(0,1), (1,2)}.
+    marecek_rosa: s(i,j) = sum_r w[r,i] w[r,j]: s(0,1) = 3*2 = 6, s(0,2) = 4*5 = 20, s(1,2) = 0 -> {(0,1), (0,2)}.
+    directed_gold_root, root 0: word 1 takes head 2 (w[1,2]=5 > w[1,0]=4), word 2 takes head 0 (w[2,0]=3 >
+    w[2,1]=2; 2 -> 1 -> 2 would be a cycle): total 8 vs 7 (both on 0) and 6 (chain 0-1-2) -> {(0,2), (1,2)}."""
+    w = THREE_WAYS[None, None]
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    assert induce_trees(w, mask, "symmetric")[0][0] == {(0, 1), (1, 2)}
+    assert induce_trees(w, mask, "marecek_rosa")[0][0] == {(0, 1), (0, 2)}
+    assert induce_trees(w, mask, "directed_gold_root", roots=[0])[0][0] == {(0, 2), (1, 2)}
+    # root 2: word 0 -> head 1 (6 > 0), word 1 -> head 2 (5 > 4): {(0,1), (1,2)}
+    assert induce_trees(w, mask, "directed_gold_root", roots=[2])[0][0] == {(0, 1), (1, 2)}
+    s = Sentence(["a", "b", "c"], heads=[-1, 2, 0], upos=["X"] * 3, id="three")  # gold (0,2), (1,2)
+    got = {scoring: tree_induction_uuas(w, [s], scoring=scoring)[0]["uuas"] for scoring in SCORINGS}
+    assert got == {"symmetric": 0.5, "marecek_rosa": 0.5, "directed_gold_root": 1.0}
+
+
+def test_marecek_rosa_sums_over_every_real_query_but_spans_only_kept_words():
+    """The full stop (word 3) is left out of the tree, but its attention row still counts in s(i, j)."""
+    w = torch.zeros(1, 1, 4, 4, dtype=torch.float64)
+    w[0, 0, :3, :3] = THREE_WAYS
+    w[0, 0, 3, 1] = w[0, 0, 3, 2] = 10.0  # the full stop attends to words 1 and 2: s(1,2) = 100
+    keep = torch.tensor([[True, True, True, False]])
+    real = torch.ones(1, 4, dtype=torch.bool)
+    assert induce_trees(w, keep, "marecek_rosa", query_mask=real)[0][0] == {(0, 2), (1, 2)}
+    assert induce_trees(w, keep, "marecek_rosa")[0][0] == {(0, 1), (0, 2)}  # queries default to the kept words
+    s = Sentence(["a", "b", "c", "."], heads=[-1, 2, 0, 0], upos=["X", "X", "X", "PUNCT"], id="q")
+    assert tree_induction_uuas(w, [s], scoring="marecek_rosa")[0]["uuas"] == 1.0  # gold (0,2), (1,2)
+
+
+def brute_force_arborescence(w: np.ndarray, root: int) -> set[tuple[int, int]]:
+    """Best parent assignment by enumeration: every non-root word picks a head, no cycles."""
+    import itertools
+
+    m = len(w)
+    others = [i for i in range(m) if i != root]
+    best, best_edges = -np.inf, None
+    for parents in itertools.product(range(m), repeat=len(others)):
+        heads = dict(zip(others, parents))
+        if any(i == p for i, p in heads.items()):
+            continue
+        ok = True
+        for i in others:  # walk up: must reach the root within m steps
+            a, steps = i, 0
+            while a != root and steps <= m:
+                a, steps = heads[a], steps + 1
+            ok &= a == root
+        score = sum(w[i, p] for i, p in heads.items())
+        if ok and score > best:
+            best, best_edges = score, {(min(i, p), max(i, p)) for i, p in heads.items()}
+    return best_edges
+
+
+def test_directed_scoring_is_the_maximum_arborescence_at_the_gold_root():
+    from networkx.algorithms.tree.branchings import ArborescenceIterator
+
+    rng = np.random.default_rng(11)
+    for m in (2, 3, 4, 5, 6):
+        for _ in range(4):
+            w = rng.random((m, m))
+            root = int(rng.integers(m))
+            got = induce_trees(torch.from_numpy(w)[None, None], torch.ones(1, m, dtype=torch.bool),
+                               "directed_gold_root", roots=[root])[0][0]
+            assert got == brute_force_arborescence(w, root)
+            graph = nx.DiGraph()
+            graph.add_weighted_edges_from((j, i, w[i, j]) for i in range(m) for j in range(m) if i != j)
+            best = next(t for t in ArborescenceIterator(graph, minimum=False) if t.in_degree(root) == 0)
+            assert got == {(min(e), max(e)) for e in best.edges()}
+
+
+def test_punctuation_is_excluded_by_default_and_unknown_scorings_are_named():
+    s = Sentence(["a", ",", "b", "c"], heads=[3, 0, 3, -1], upos=["X", "PUNCT", "X", "X"], id="p")
+    w = torch.zeros(1, 1, 4, 4, dtype=torch.float64)
+    w[0, 0, 0, 3] = w[0, 0, 2, 3] = 1.0
+    w[0, 0, 1, 2] = 1.0
+    assert tree_induction_uuas(w, [s])[0]["uuas"] == 1.0
+    with pytest.raises(ValueError, match="'bare' has no upos"):
+        tree_induction_uuas(w, [Sentence(["a", "b", "c", "d"], heads=[-1, 0, 0, 0], id="bare")])
+    with pytest.raises(ValueError, match="unknown scoring 'mst'.*marecek_rosa"):
+        induce_trees(w, torch.ones(1, 4, dtype=torch.bool), "mst")
+    with pytest.raises(ValueError, match="one root per sentence"):
+        induce_trees(w, torch.ones(1, 4, dtype=torch.bool), "directed_gold_root")
