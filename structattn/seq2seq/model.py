@@ -1,0 +1,47 @@
+"""Encoder (any structured attention plan) + decoder."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from structattn.encoders.batch import Batch
+from structattn.encoders.encoder import Encoder
+from structattn.seq2seq.batch import Seq2SeqBatch
+from structattn.seq2seq.decoder import Decoder
+
+
+class Seq2SeqModel(nn.Module):
+    """A translation model whose encoder is a structattn :class:`Encoder`.
+
+    Args:
+        encoder: the structured encoder (any plan; its structures come with ``source``).
+        decoder: the decoder.
+        bos_id, eos_id: target ids of ``<s>`` and ``</s>``.
+
+    Shapes:
+        forward(batch) -> logits (b, t, V_target); encode(source) -> memory (b, n, d_model), memory_mask (b, n).
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder, bos_id: int, eos_id: int) -> None:
+        super().__init__()
+        if encoder.d_model != decoder.d_model:
+            raise ValueError(f"encoder width {encoder.d_model} differs from decoder width {decoder.d_model}")
+        self.encoder, self.decoder = encoder, decoder
+        self.bos_id, self.eos_id = bos_id, eos_id
+
+    def encode(self, source: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder memory and its mask (True on real source tokens)."""
+        out = self.encoder(source.input_ids, source.token_mask, source.structures)
+        return out.hidden, source.token_mask
+
+    def forward(self, batch: Seq2SeqBatch) -> torch.Tensor:
+        memory, memory_mask = self.encode(batch.source)
+        return self.decoder(batch.target_in, memory, memory_mask)
+
+    def loss(self, batch: Seq2SeqBatch, label_smoothing: float = 0.0) -> torch.Tensor:
+        """Mean token cross-entropy over real target positions, with label smoothing."""
+        logits = self(batch)
+        return F.cross_entropy(logits.flatten(0, 1).float(), batch.target_out.flatten(), ignore_index=0,
+                               label_smoothing=label_smoothing)

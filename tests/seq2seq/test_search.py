@@ -1,0 +1,102 @@
+"""Decoding: the cache equals recomputation, beam 1 equals greedy, beam search finds the enumerated optimum,
+results come back in input order."""
+
+import itertools
+
+import torch
+
+from structattn.seq2seq import (CachedStepper, RecomputeStepper, Seq2SeqOptions, beam_search, greedy_search,
+                                length_penalty, source_batch, translate_examples)
+from tests.seq2seq.helpers import BOS, EOS, random_pairs, tiny_model
+
+
+def test_cached_logits_equal_recomputation_at_every_step():
+    model = tiny_model()
+    source = source_batch(random_pairs(2))
+    cached, recompute = CachedStepper(model, source), RecomputeStepper(model, source)
+    g = torch.Generator().manual_seed(1)
+    last = torch.full((2,), BOS)
+    for _ in range(9):
+        a, b = cached.step(last), recompute.step(last)
+        assert a.dtype == torch.float64
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+        last = torch.randint(4, 13, (2,), generator=g)
+
+
+def test_cached_stepper_reorder_matches_recomputation():
+    model = tiny_model()
+    source = source_batch(random_pairs(2))
+    cached, recompute = CachedStepper(model, source, copies=3), RecomputeStepper(model, source, copies=3)
+    last = torch.full((6,), BOS)
+    for step in range(5):
+        torch.testing.assert_close(cached.step(last), recompute.step(last), rtol=0, atol=1e-10)
+        index = torch.tensor([2, 2, 0, 5, 3, 3]) if step % 2 else torch.tensor([1, 0, 2, 4, 4, 5])
+        cached.reorder(index)
+        recompute.reorder(index)
+        last = torch.tensor([4, 5, 6, 7, 8, 9]) + step % 3
+
+
+def test_beam_one_equals_greedy():
+    model = tiny_model(seed=3)
+    pairs = random_pairs(4)
+    limits = [len(p) + 6 for p in pairs]
+    source = source_batch(pairs)
+    greedy = greedy_search(CachedStepper(model, source), BOS, EOS, limits)
+    beam = beam_search(CachedStepper(model, source, copies=1), BOS, EOS, limits, beam=1)
+    assert greedy == beam
+    assert any(len(h) > 0 for h in greedy)
+
+
+class TableStepper:
+    """A hand-made model: log p(next | prefix) from a fixed random table indexed by the prefix."""
+
+    def __init__(self, rows: int, vocab: int, seed: int) -> None:
+        self.vocab, self.g = vocab, torch.Generator().manual_seed(seed)
+        self.table: dict[tuple[int, ...], torch.Tensor] = {}
+        self.prefix = [[] for _ in range(rows)]
+
+    def logp(self, prefix: tuple[int, ...]) -> torch.Tensor:
+        if prefix not in self.table:
+            scores = torch.randn(self.vocab, generator=self.g, dtype=torch.float64) * 2
+            scores[:2] = -torch.inf  # padding and unknown never predicted; BOS (2) is just another token here
+            self.table[prefix] = torch.log_softmax(scores, dim=0)
+        return self.table[prefix]
+
+    def step(self, last: torch.Tensor) -> torch.Tensor:
+        self.prefix = [p + [int(t)] for p, t in zip(self.prefix, last)]
+        return torch.stack([self.logp(tuple(p[1:])) for p in self.prefix])
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.prefix = [list(self.prefix[int(i)]) for i in index]
+
+
+def brute_force(stepper: TableStepper, max_length: int, alpha: float) -> list[int]:
+    """Every hypothesis of at most ``max_length`` tokens (</s> included) scored exhaustively."""
+    real = [t for t in range(2, stepper.vocab) if t != EOS]
+    best, best_score = None, -float("inf")
+    for length in range(max_length):
+        for body in itertools.product(real, repeat=length):
+            full = list(body) + [EOS]
+            score = sum(float(stepper.logp(tuple(full[:i]))[full[i]]) for i in range(len(full)))
+            score /= length_penalty(len(full), alpha)
+            if score > best_score:
+                best, best_score = list(body), score
+    return best
+
+
+def test_beam_search_finds_the_enumerated_best():
+    for seed, alpha in [(0, 0.0), (1, 0.6), (2, 1.0), (5, 2.0)]:
+        stepper = TableStepper(rows=16, vocab=6, seed=seed)  # 3 real tokens + </s>; 13 hypotheses <= beam 16
+        found = beam_search(stepper, BOS, EOS, [3], beam=16, alpha=alpha)
+        assert found == [brute_force(stepper, 3, alpha)], (seed, alpha)
+
+
+def test_translate_returns_input_order_and_matches_unbatched():
+    model = tiny_model(seed=4)
+    pairs = random_pairs(5)
+    options = Seq2SeqOptions(beam=3, max_len_a=1.0, max_len_b=4)
+    together = translate_examples(model, pairs, options, batch_size=2)
+    alone = [translate_examples(model, [p], options)[0] for p in pairs]
+    assert together == alone
+    recomputed = translate_examples(model, pairs, options, batch_size=2, cached=False)
+    assert recomputed == together
