@@ -12,7 +12,10 @@ Call signature (the same for all variants)::
 (``ssan``) declare ``needs_hidden = True`` and fail without it; the others ignore it. ``structure`` may be
 ``None`` only for variants that require no structure field (no padding is assumed then).
 
-Padded query rows produce zeros; padded keys never receive weight. A query row with no allowed key yields
+Padding is handled here, once, for every variant: padded rows of q, k, v (and ``hidden``) are replaced
+with zeros before the variant runs (``torch.where``, so NaN or inf left there by the caller cannot leak:
+``0 * NaN`` would be NaN), and padded query rows of the output and the weights are zeroed after it. A
+variant only has to keep padded keys out of every real row's softmax. Padded keys never receive weight. A query row with no allowed key yields
 a zero vector (and an all-zero weight row), never NaN.
 """
 
@@ -104,7 +107,14 @@ class StructuredAttention(nn.Module):
         return_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         self._check_inputs(q, k, v, structure, hidden)
+        token_mask = padding_of(structure, q.shape[0], q.shape[2], q.device)
+        if token_mask is not None:  # padded rows hold zeros, whatever the caller left there (NaN, inf)
+            q, k, v = (blank_padding(x, token_mask, 2) for x in (q, k, v))
+            hidden = None if hidden is None else blank_padding(hidden, token_mask, 1)
         out, weights = self.attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
+        if token_mask is not None:  # padded queries are zeroed here, once, for every variant
+            out = blank_padding(out, token_mask, 2)
+            weights = None if weights is None else blank_padding(weights, token_mask, 2)
         if return_weights:
             if weights is None:
                 raise RuntimeError(f"{self.name!r} did not return weights although asked to")
@@ -162,3 +172,25 @@ def key_padding(structure: Structure | None, b: int, n: int, device: torch.devic
         return torch.ones(b, n, dtype=torch.bool, device=device)
     mask = structure.token_mask.to(device)
     return mask.expand(b, n) if mask.dim() == 1 else mask
+
+
+def padding_of(structure: Structure | None, b: int, n: int, device: torch.device) -> torch.Tensor | None:
+    """``token_mask`` as ``(b, n)`` bool, or ``None`` when nothing is padded (decided on CPU only, to avoid
+    a device sync elsewhere)."""
+    if structure is None or structure.token_mask is None:
+        return None
+    mask = key_padding(structure, b, n, device)
+    if mask.device.type == "cpu" and bool(mask.all()):
+        return None
+    return mask
+
+
+def blank_padding(x: torch.Tensor, token_mask: torch.Tensor, token_dim: int) -> torch.Tensor:
+    """``x`` with zeros at the padded positions along ``token_dim`` (``torch.where``: NaN-proof).
+
+    Shapes:
+        x ``(b, ..., n, ...)`` with n at ``token_dim``; token_mask ``(b, n)``.
+    """
+    shape = [1] * x.dim()
+    shape[0], shape[token_dim] = token_mask.shape
+    return torch.where(token_mask.view(shape), x, torch.zeros((), dtype=x.dtype, device=x.device))

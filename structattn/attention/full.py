@@ -45,4 +45,4 @@ class FullAttention(StructuredAttention):
             return fn.naive_attention(q, k, v, allowed=allowed)
         if structure is None or (q.device.type == "cpu" and bool(token_mask.all())):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v), None
-        return fn.sdpa_allowed(q, k, v, token_mask[:, None, None, :], token_mask), None
+        return fn.sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None

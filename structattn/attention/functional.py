@@ -64,18 +64,6 @@ def per_sentence(fn: Callable[[T], R], items: Iterable[T], device: torch.device)
         torch.set_num_threads(threads)
 
 
-def zero_padded_queries(x: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
-    """Zero the rows of padded queries (``x`` itself when nothing is padded, checked on CPU only).
-
-    Shapes:
-        x ``(b, h, n, ...)``, token_mask ``(b, n)``.
-    """
-    if x.device.type == "cpu" and bool(token_mask.all()):
-        return x
-    keep = token_mask.view(*token_mask.shape[:1], 1, token_mask.shape[1], *([1] * (x.dim() - 3)))
-    return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
-
-
 def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
     """Softmax over keys in float32 (float64 stays float64) where ``allowed``; an empty row gives zeros.
 
@@ -114,20 +102,15 @@ def naive_attention(
     return out.to(q.dtype), weights.to(q.dtype)
 
 
-def sdpa_allowed(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, token_mask: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Fused SDPA restricted to ``allowed`` keys; a row with no allowed key (and, given ``token_mask``, a
-    padded query row) outputs zeros, never NaN, whatever the kernel does with an empty row.
+def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Fused SDPA restricted to ``allowed`` keys; a row with no allowed key outputs zeros, never NaN, whatever
+    the kernel does with an empty row. (Padded query rows are zeroed by ``StructuredAttention.forward``.)
 
     Shapes:
-        q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``);
-        token_mask ``(b, n)``.
+        q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``).
     """
     keep = allowed.any(dim=-1, keepdim=True)  # (b, 1|h, 1|n, 1)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~keep)
-    if token_mask is not None:
-        keep = keep & token_mask[:, None, :, None]
     if q.device.type == "cpu" and bool(keep.all()):
         return out
     return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
@@ -328,7 +311,8 @@ def bucket_bias_attention(
     token_mask: torch.Tensor,
     backend: str = "sdpa",
 ) -> torch.Tensor:
-    """``softmax(q k^T / sqrt(d) + table[index]) v`` over real keys; padded query rows are zero.
+    """``softmax(q k^T / sqrt(d) + table[index]) v`` over real keys. Padded query rows are not zeroed here
+    (``StructuredAttention.forward`` does it once), except inside :class:`BucketBiasSDPA`, whose backward relies on it.
 
     ``backend="sdpa"``: a table that needs a gradient goes through :class:`BucketBiasSDPA` on CPU, through SDPA
     with a float mask on other devices (CUDA's memory-efficient kernel returns the bias gradient); a table
@@ -343,7 +327,7 @@ def bucket_bias_attention(
         raise ValueError(f"bucket_bias_attention: backend must be 'sdpa' or 'flex', got {backend!r}")
     dtype = q.dtype
     if backend == "flex":
-        return zero_padded_queries(flex_bucket_bias(q, k, v, table, index), token_mask)
+        return flex_bucket_bias(q, k, v, table, index)
     if q.device.type == "cpu":
         cd = compute_dtype(dtype)
         q, k, v = q.to(cd), k.to(cd), v.to(cd)
@@ -353,9 +337,8 @@ def bucket_bias_attention(
         if needs_grad and ext.requires_grad:
             return BucketBiasSDPA.apply(q, k, v, ext, index, token_mask).to(dtype)
         if not needs_grad:  # inference: the fused kernel with the bias of a few sentences at a time
-            return zero_padded_queries(_flash_with_bias(q, k, v, ext, index)[0], token_mask).to(dtype)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index))
-    return zero_padded_queries(out, token_mask).to(dtype)
+            return _flash_with_bias(q, k, v, ext, index)[0].to(dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index)).to(dtype)
 
 
 _FLEX = None

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from structattn.attention.functional import compute_dtype, mask_value, sdpa_allowed, zero_padded_queries
+from structattn.attention.functional import compute_dtype, mask_value, sdpa_allowed
 
 
 @dataclass
@@ -306,7 +306,7 @@ def banded_attention(
     n = q.shape[2]
     if radius * dilation >= n - 1 and dilation == 1 and not return_weights:
         # the window covers the whole sequence: every real pair is allowed; fused SDPA, (b, 1, 1, n) mask
-        return sdpa_allowed(q, k, v, token_mask[:, None, None, :], token_mask), None
+        return sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None
     lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
     slots = global_slots(is_global, token_mask)
     if return_weights:
@@ -317,7 +317,6 @@ def banded_attention(
     if slots[0].shape[1]:
         glob_out, row_w = global_rows(q, k, v, token_mask, slots)
         out = torch.where((is_global & token_mask)[:, None, :, None], glob_out, out)
-    out = zero_padded_queries(out, token_mask)
     if not return_weights:
         return out, None
     return out, densify_weights(band_w, glob_w, row_w, slots, token_mask, is_global, lay).to(q.dtype)
@@ -349,7 +348,7 @@ def densify_weights(
         dense[bi, hi, rows[None, None, :, None], cols[:, None, None, :]] = flat
         rows_g = torch.where(valid, index, torch.full_like(index, n))
         dense[bi[..., 0], hi[..., 0], rows_g[:, None, :], : n] = row_w
-    return zero_padded_queries(dense[:, :, :n, :n], token_mask)
+    return dense[:, :, :n, :n]
 
 
 # -- FlexAttention backend ---------------------------------------------------------------------------------
@@ -376,7 +375,7 @@ def flex_local_global(
     ``mask_mod`` then decides pair by pair inside those tiles.
 
     Shapes:
-        q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), zeros on padded rows.
+        q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d) (padded query rows: zeroed by the caller).
     """
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
@@ -397,7 +396,7 @@ def flex_local_global(
     key = q.device.type
     if key not in _COMPILED:
         _COMPILED[key] = torch.compile(flex_attention, dynamic=False)
-    return zero_padded_queries(_COMPILED[key](q, k, v, block_mask=block_mask), token_mask)
+    return _COMPILED[key](q, k, v, block_mask=block_mask)
 
 
 #: FlexAttention tile size (its default sparse block size).

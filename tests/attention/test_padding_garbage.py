@@ -1,0 +1,62 @@
+"""Padded positions never influence real ones, whatever they hold (NaN, +-inf, 1e30), in every variant.
+
+The base class replaces padded rows of q, k, v and ``hidden`` with zeros (``torch.where``: ``0 * NaN`` is
+NaN) before the variant runs, and zeroes padded query outputs once afterwards. Compared against the same
+module on the clean inputs (padding zero), outputs and gradients w.r.t. the real inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from structattn.attention import attention_names
+from tests.attention.cases import fill_padding, load_case, random_qkv
+from tests.attention.conftest import LENGTHS, B, D, H
+
+GARBAGE = [math.nan, math.inf, -math.inf, 1e30]
+TARGETS = ["q", "k", "v", "hidden", "all"]
+
+
+def inputs(case, generator):
+    structure = case.make_structure(LENGTHS, generator)
+    n = structure.num_tokens
+    q, k, v = random_qkv(B, H, n, D, generator)
+    hidden = torch.randn(B, n, H * D, generator=generator, dtype=torch.float64).requires_grad_()
+    return structure, {"q": q, "k": k, "v": v, "hidden": hidden}
+
+
+def run(module, structure, tensors, probe):
+    """Output and gradients (w.r.t. q, k, v, hidden) of ``(out * probe).sum()``; ``hidden`` is passed to every
+    variant (the ones that do not read it ignore it)."""
+    leaves = {name: x.detach().requires_grad_() for name, x in tensors.items()}
+    out = module(leaves["q"], leaves["k"], leaves["v"], structure, hidden=leaves["hidden"])
+    grads = torch.autograd.grad((out * probe).sum(), list(leaves.values()), allow_unused=True)
+    return out, {name: (torch.zeros_like(x) if g is None else g) for (name, x), g in zip(leaves.items(), grads)}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("garbage", GARBAGE, ids=["nan", "inf", "-inf", "1e30"])
+@pytest.mark.parametrize("name", attention_names())
+def test_padding_garbage_never_reaches_real_tokens(name, garbage, target, generator):
+    case = load_case(name)
+    module = case.make(H, D).double().eval()
+    structure, clean = inputs(case, generator)
+    mask = structure.token_mask
+    assert not bool(mask.all()), "the batch must contain padding"
+    dims = {"q": 2, "k": 2, "v": 2, "hidden": 1}
+    clean = {x: fill_padding(t.detach(), mask, 0.0, dims[x]) for x, t in clean.items()}
+    dirty = {x: (fill_padding(t, mask, garbage, dims[x]) if target in (x, "all") else t) for x, t in clean.items()}
+    probe = torch.randn(B, H, structure.num_tokens, D, generator=generator, dtype=torch.float64)
+    want, want_grads = run(module, structure, clean, probe)
+    got, got_grads = run(module, structure, dirty, probe)
+    real = mask[:, None, :, None].expand_as(got)
+    torch.testing.assert_close(got[real], want[real], atol=1e-12, rtol=1e-10)
+    assert torch.all(got[~real] == 0), "padded query rows must be zero"
+    for x, g in got_grads.items():
+        assert torch.isfinite(g).all(), f"gradient w.r.t. {x} is not finite"
+        keep = mask.view(B, *([1] * (dims[x] - 1)), -1, *([1] * (g.dim() - dims[x] - 1))).expand_as(g)
+        torch.testing.assert_close(g[keep], want_grads[x][keep], atol=1e-12, rtol=1e-10)
+        assert torch.all(g[~keep] == 0), f"padded positions of {x} must get no gradient"
