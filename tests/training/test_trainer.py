@@ -90,8 +90,14 @@ def test_checkpoint_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such checkpoint"):
         load_checkpoint(tmp_path / "missing.pt")
     (tmp_path / "junk.pt").write_text("not a checkpoint")
-    with pytest.raises(ValueError, match="not a readable checkpoint"):
+    with pytest.raises(ValueError, match="junk.pt' is a text file, not a structattn checkpoint"):
         load_checkpoint(tmp_path / "junk.pt")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.pt' is empty \(0 bytes\), not a checkpoint"):
+        load_checkpoint(tmp_path / "empty.pt")
+    (tmp_path / "binary.pt").write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        load_checkpoint(tmp_path / "binary.pt")
     torch.save({"weights": torch.ones(2)}, tmp_path / "foreign.pt")
     with pytest.raises(ValueError, match="not a structattn checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt")
@@ -129,3 +135,41 @@ def test_nan_loss_names_the_step(data, monkeypatch):
     config = TrainConfig(lr=1e-3, warmup_steps=0, max_steps=10, batch_size=8, eval_every=10, patience=0)
     with pytest.raises(ValueError, match="training loss became nan at step 3 "):
         Trainer(fresh(vocab), config, task.output, quiet=True).fit(examples["train"], examples["dev"])
+
+
+def _flip_tensor_byte(path, entry_suffix="data/0", offset=5):
+    """Flip one byte inside the stored bytes of a tensor (zip entry ``.../data/0``), not in any header."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = next(i for i in archive.infolist() if i.filename.endswith(entry_suffix))
+    raw = bytearray(path.read_bytes())
+    name_len, extra_len = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+    start = info.header_offset + 30 + name_len + extra_len
+    assert info.compress_type == zipfile.ZIP_STORED and offset < info.file_size
+    raw[start + offset] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+def test_a_flipped_byte_in_tensor_data_is_an_error(data, tmp_path):
+    task, vocab, examples = data
+    config = TrainConfig(max_steps=2, batch_size=8, eval_every=2, warmup_steps=1)
+    Trainer(fresh(vocab), config, task.output, quiet=True, checkpoint_dir=tmp_path).fit(examples["train"], examples["dev"])
+    path = tmp_path / "last.pt"
+    intact = load_checkpoint(path)
+    assert intact["checksum"]["algorithm"] == "sha256"
+    _flip_tensor_byte(path)
+    # torch itself reads the damaged file without complaint: only the checksum catches it
+    raw = torch.load(path, weights_only=True)
+    assert any(not torch.equal(a, b) for a, b in zip(raw["model"].values(), intact["model"].values()))
+    with pytest.raises(ValueError, match="last.pt' is corrupted: its contents hash to sha256"):
+        load_checkpoint(path)
+
+
+def test_checkpoints_without_checksum_still_load_when_version_1(tmp_path):
+    torch.save({"format": "structattn-checkpoint", "version": 1, "model": {"w": torch.ones(2)}}, tmp_path / "v1.pt")
+    assert torch.equal(load_checkpoint(tmp_path / "v1.pt")["model"]["w"], torch.ones(2))
+    torch.save({"format": "structattn-checkpoint", "version": 2, "model": {"w": torch.ones(2)}}, tmp_path / "v2.pt")
+    with pytest.raises(ValueError, match="has no checksum"):
+        load_checkpoint(tmp_path / "v2.pt")
