@@ -24,6 +24,9 @@ class TrainConfig:
         eval_every: evaluate on dev (and checkpoint) every this many steps, and at the end.
         patience: stop after this many evaluations without a better dev score (0: never stop early).
         eval_batch_size: sentences per evaluation batch.
+
+    Resuming (``Trainer.fit(resume=...)``, ``structattn train --resume``) may change only ``max_steps``,
+    ``eval_every``, ``patience`` and ``eval_batch_size``; other differences from the checkpoint are refused.
     """
 
     lr: float = 1e-3

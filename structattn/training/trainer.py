@@ -36,6 +36,12 @@ class TrainResult:
     stopped_early: bool = False
 
 
+#: settings a resumed run may change (a longer run, other evaluation cadence); any other differs -> refused
+RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batch_size"})
+#: ``meta`` entries that describe the circumstances of a run rather than what it trains
+META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
+
+
 class Trainer:
     """Train a :class:`TaskModel` on encoded examples.
 
@@ -76,9 +82,17 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------------------------
     def fit(self, train: Sequence[Example], dev: Sequence[Example], resume: str | Path | None = None) -> TrainResult:
-        """Train until ``max_steps`` or early stopping; the model ends with the best dev weights."""
+        """Train until ``max_steps`` or early stopping; the model ends with the best dev weights.
+
+        ``resume``: a ``last.pt`` to continue from. Only ``max_steps``, ``eval_every``, ``patience`` and
+        ``eval_batch_size`` may differ from the checkpoint's settings; any other difference (learning rate,
+        seed, model, ``meta``) is refused with a ``ValueError`` listing checkpoint and config values, so a
+        record never states settings that were not used.
+        """
         if resume is not None:
-            self._restore(load_checkpoint(resume))
+            data = load_checkpoint(resume)
+            self._check_resumable(data, resume)
+            self._restore(data)
         sampler = LengthBucketSampler([len(e) for e in train], self.config.batch_size, seed=self.seed,
                                       rank=self.context.rank, world_size=self.context.world_size)
         bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train", disable=self.quiet)
@@ -162,13 +176,31 @@ class Trainer:
                 "best_metric": self.result.best_metric}
         save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
                         optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
-                        rng=rng_state(), train_config=self.config.to_dict(), **self.checkpoint_extra)
+                        rng=rng_state(), train_config=self.config.to_dict(), seed=self.seed, **self.checkpoint_extra)
         if improved:
             save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
 
-    def _restore(self, data: dict[str, Any]) -> None:
+    def _check_resumable(self, data: dict[str, Any], path: str | Path) -> None:
+        """Refuse to resume a checkpoint trained with other settings than this trainer's (see :meth:`fit`)."""
         if "optimizer" not in data:
             raise ValueError("this checkpoint holds only model weights (best.pt?); resume from last.pt")
+        differ = []
+        saved = data.get("train_config") or {}
+        for name, value in self.config.to_dict().items():
+            if name not in RESUMABLE_CHANGES and name in saved and saved[name] != value:
+                differ.append(f"training.{name}: checkpoint {saved[name]!r}, config {value!r}")
+        if "seed" in data and data["seed"] != self.seed:
+            differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
+        old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}
+        for key in sorted((set(old) & set(new)) - META_NOT_COMPARED):
+            if old[key] != new[key] and not (key == "seed" and "seed" in data):
+                differ.append(f"{key}: checkpoint {_short(old[key])}, config {_short(new[key])}")
+        if differ:
+            who = f"run {self.run_id}: " if self.run_id else ""
+            raise ValueError(f"{who}cannot resume from {str(path)!r}: it was trained with other settings ("
+                             + "; ".join(differ) + "); use the checkpoint's settings, or train into a new folder")
+
+    def _restore(self, data: dict[str, Any]) -> None:
         self.model.load_state_dict(data["model"])
         self.optimizer.load_state_dict(data["optimizer"])
         self.scheduler.load_state_dict(data["scheduler"])
@@ -177,3 +209,8 @@ class Trainer:
         self.loop.update(loop)
         self.best_state = data.get("best_model")
         set_rng_state(data["rng"])
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

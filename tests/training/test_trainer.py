@@ -173,3 +173,27 @@ def test_checkpoints_without_checksum_still_load_when_version_1(tmp_path):
     torch.save({"format": "structattn-checkpoint", "version": 2, "model": {"w": torch.ones(2)}}, tmp_path / "v2.pt")
     with pytest.raises(ValueError, match="has no checksum"):
         load_checkpoint(tmp_path / "v2.pt")
+
+
+def test_resume_with_other_settings_is_refused(data, tmp_path):
+    """A resumed record must not state a learning rate or seed the checkpoint was not trained with."""
+    task, vocab, examples = data
+
+    def trainer(seed=0, **changes):
+        config = TrainConfig(**{"lr": 3e-3, "max_steps": 4, "batch_size": 8, "eval_every": 2, "warmup_steps": 1,
+                                **changes})
+        return Trainer(fresh(vocab), config, task.output, seed=seed, quiet=True, checkpoint_dir=tmp_path,
+                       checkpoint_extra={"meta": {"plan": "full", "run_id": "a"}}, run_id="007_x_s0")
+
+    trainer().fit(examples["train"], examples["dev"])
+    last = tmp_path / "last.pt"
+    with pytest.raises(ValueError, match=r"run 007_x_s0: cannot resume from .*last.pt'.*training.lr: checkpoint "
+                                         r"0.003, config 0.01; seed: checkpoint 0, config 5\)"):
+        trainer(seed=5, lr=1e-2).fit(examples["train"], examples["dev"], resume=last)
+    changed_meta = trainer()
+    changed_meta.checkpoint_extra = {"meta": {"plan": "soft_bias(dependency)", "run_id": "b"}}
+    with pytest.raises(ValueError, match=r"plan: checkpoint 'full', config 'soft_bias\(dependency\)'"):
+        changed_meta.fit(examples["train"], examples["dev"], resume=last)
+    # a longer run, other evaluation cadence and patience are fine
+    result = trainer(max_steps=6, eval_every=3, patience=2).fit(examples["train"], examples["dev"], resume=last)
+    assert result.steps == 6
