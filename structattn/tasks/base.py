@@ -7,8 +7,8 @@ A task is one small class registered by name::
         output = "token"                        # "sentence" | "token" | "pair": which head the model gets
         requires = ("heads",)                   # annotations ``label`` reads (checked per item)
 
-        def __init__(self, limit: int | None = None): ...   # options are plain keyword arguments
-        def options(self): return {"limit": self.limit}     # they name the task in run ids and checkpoints
+        def __init__(self, limit: int | None = None): ...   # options are plain keyword arguments; options()
+                                                # lists them (they name the task in run ids and checkpoints)
         def splits(self): return {"train": [...], "dev": [...], "test": [...]}   # Sentence or Document
         def label(self, item): return [...]     # see the table below
         @property
@@ -35,6 +35,7 @@ from collections import Counter
 from typing import Any, ClassVar, Sequence, Union
 
 from structattn.registry import Registry
+from structattn.structures.options import DerivedOptions
 from structattn.structures.sentence import Document, Sentence
 
 Item = Union[Sentence, Document]
@@ -66,8 +67,13 @@ def _register_builtin() -> None:
     import structattn.tasks.builtin  # noqa: F401  (registers the built-in tasks)
 
 
-class Task(ABC):
+class Task(DerivedOptions, ABC):
     """Base class of tasks (see the module docstring for the protocol).
+
+    ``options()`` returns the constructor's arguments (defaults applied) unless a subclass overrides it; an
+    override that leaves out an argument set to a non-default value raises ``ValueError`` naming the task and
+    the argument (see :mod:`structattn.structures.options`); ``options_ignored`` names arguments that cannot
+    change the data (kept out of run ids).
 
     Class attributes:
         output: ``"sentence"``, ``"token"`` or ``"pair"``.
@@ -79,10 +85,6 @@ class Task(ABC):
     output: ClassVar[str]
     requires: ClassVar[tuple[str, ...]] = ()
     metric: ClassVar[str] = "accuracy"
-
-    def options(self) -> dict[str, Any]:
-        """The constructor options (they identify the task in run ids and checkpoints)."""
-        return {}
 
     @abstractmethod
     def splits(self) -> dict[str, list[Item]]:

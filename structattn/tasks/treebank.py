@@ -73,6 +73,7 @@ class TreebankTask(Task):
     """
 
     requires = ("heads",)
+    options_ignored = ("cache",)  # a cache gives the same sentences
 
     def __init__(self, source: str = "bundled", limit: int | None = None, dev_fraction: float = 0.1,
                  test_fraction: float = 0.1, parser: str | None = None, cache: str | None = None) -> None:

@@ -35,6 +35,7 @@ class LearnedDependencyProvider(StructureProvider):
     """
 
     requires = ()
+    options_ignored = ("batch_size",)  # the fingerprint identifies the model; batching does not change trees
 
     def __init__(self, path: str | Path, batch_size: int = 64) -> None:
         if batch_size < 1:

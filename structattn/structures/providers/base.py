@@ -24,6 +24,7 @@ import torch
 
 from structattn.registry import Registry
 from structattn.structures.distances import graph_distances
+from structattn.structures.options import DerivedOptions
 from structattn.structures.sentence import Document, Sentence
 from structattn.structures.structure import Structure
 
@@ -43,24 +44,25 @@ def provider_names() -> list[str]:
     return PROVIDERS.names()
 
 
-class StructureProvider(ABC):
+class StructureProvider(DerivedOptions, ABC):
     """Base provider.
+
+    ``options()`` (part of cache keys) lists the constructor's arguments by default, defaults applied; a
+    subclass that overrides it must return every argument (or list it in ``options_ignored`` when it cannot
+    change the output), else building a key raises ``ValueError`` (see :mod:`structattn.structures.options`).
 
     Class attributes:
         requires: annotations the item must carry (``"heads"``, ``"edges"``, ``"coref"``).
         provides: structure fields the provider fills (checked by attention variants at build time).
+        options_ignored: constructor arguments that do not change the output (kept out of cache keys).
     """
 
     name: ClassVar[str]
     requires: ClassVar[tuple[str, ...]] = ()
     provides: ClassVar[frozenset[str]] = frozenset({"distance", "adjacency", "token_mask"})
 
-    def options(self) -> dict[str, Any]:
-        """The provider's options (part of cache keys); override when the constructor takes any."""
-        return {}
-
     def __repr__(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options_unchecked().items())
         return f"{type(self).__name__}({opts})"
 
     def check(self, item: Item) -> None:
