@@ -25,6 +25,7 @@ from structattn.experiments.compare import Comparison, run_comparison, train_one
 from structattn.experiments.run import Setup
 from structattn.training import distributed
 from structattn.training.config import TrainConfig
+from structattn.training.values import as_bool, as_float, as_int
 
 
 @gin.configurable("model")
@@ -32,7 +33,11 @@ def model_config(d_model: int = gin.REQUIRED, num_layers: int = gin.REQUIRED, nu
                  ffn_dim: int = gin.REQUIRED, dropout: float = 0.1, positions: str = "sinusoidal",
                  max_len: int = 512) -> EncoderConfig:
     """Encoder sizes (``configs/models/*.gin``)."""
-    return EncoderConfig(d_model, num_layers, num_heads, ffn_dim, dropout, positions, max_len)
+    sizes = [as_int(f"model.{name}", value) for name, value in
+             (("d_model", d_model), ("num_layers", num_layers), ("num_heads", num_heads), ("ffn_dim", ffn_dim))]
+    if not isinstance(positions, str):
+        raise ValueError(f"model.positions must be a name in quotes, got {positions!r}")
+    return EncoderConfig(*sizes, as_float("model.dropout", dropout), positions, as_int("model.max_len", max_len))
 
 
 #: ``training.<field>`` binds any :class:`TrainConfig` field (unknown names fail when the config is parsed).
@@ -45,9 +50,12 @@ def data_options(structures: Mapping[str, str] | None = None, min_freq: int = 1,
                  cache: str | None = None) -> tuple[dict[str, str], dict[str, Any], str | None]:
     """Structure specs by name, vocabulary options, and the structure disk cache folder (``cache``, filled
     by ``structattn structures cache`` or on first use)."""
-    vocab = {"min_freq": min_freq, "max_size": max_size, "lowercase": lowercase}
-    if subword_chars:
-        vocab["subword_chars"] = subword_chars
+    vocab = {"min_freq": as_int("data.min_freq", min_freq),
+             "max_size": None if max_size is None else as_int("data.max_size", max_size),
+             "lowercase": as_bool("data.lowercase", lowercase)}
+    chars = None if subword_chars is None else as_int("data.subword_chars", subword_chars)
+    if chars:  # None or 0: word-level
+        vocab["subword_chars"] = chars
     return dict(structures or {}), vocab, cache
 
 
@@ -66,8 +74,8 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
     """Root of ``structattn train``: one run, written to ``out_dir`` (record, checkpoints, config);
     ``resume`` continues from ``out_dir/checkpoints/last.pt`` when it exists; ``threads`` sets torch's
     intra-op CPU threads (default: torch's own choice)."""
-    set_threads(threads)
-    comparison = Comparison.declare({task: task}, {attention: attention}, [seed], make_setup())
+    set_threads(threads, "train.threads")
+    comparison = Comparison.declare({task: task}, {attention: attention}, [as_int("train.seed", seed)], make_setup())
     if dry_run:
         comparison.dry_run()
         return None
@@ -88,7 +96,10 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
     ``threads`` as for :func:`train`; ``probes``: probe steps run after each training
     (:mod:`structattn.experiments.probe_steps`)."""
-    set_threads(threads)
+    set_threads(threads, "compare.threads")
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
+        raise ValueError(f"compare.seeds must be a list of integers, got {seeds!r}")
+    seeds = [as_int(f"compare.seeds[{k}]", seed) for k, seed in enumerate(seeds)]
     comparison = Comparison.declare(tasks, settings, seeds, make_setup(probes))
     if dry_run:
         comparison.dry_run()
@@ -101,11 +112,12 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
         distributed.teardown()
 
 
-def set_threads(threads: int | None) -> None:
+def set_threads(threads: int | None, name: str = "threads") -> None:
     """Set torch's intra-op threads (tiny models on a few CPU cores run fastest on one)."""
     if threads is not None:
+        threads = as_int(name, threads)
         if threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+            raise ValueError(f"{name} must be >= 1, got {threads}")
         torch.set_num_threads(threads)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from structattn.training.values import as_float, as_int
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class TrainConfig:
     eval_batch_size: int = 64
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # gin hands over whatever the config wrote: check the types first
+            convert = as_int if f.type in ("int", int) else as_float
+            object.__setattr__(self, f.name, convert(f"training.{f.name}", getattr(self, f.name)))
         for name in ("max_steps", "batch_size", "eval_every", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"training {name} must be >= 1, got {getattr(self, name)}")
