@@ -1,0 +1,134 @@
+"""``StructureCollator``: sentences -> the tokenizer's batch plus structures aligned to its tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from structattn.structures.alignment import align_to_subwords
+from structattn.structures.collate import collate
+from structattn.structures.providers import StructureProvider, get_provider
+from structattn.structures.sentence import Sentence, describe_sentence
+from structattn.structures.structure import Structure
+
+
+@dataclass
+class Encoded:
+    """A collated batch and the word of every token.
+
+    Attributes:
+        batch: ``input_ids``, ``attention_mask`` (and ``token_type_ids`` when the tokenizer makes them) as
+            tensors, plus ``structures`` (name -> batched Structure over the tokens): ready for ``model(**batch)``.
+        word_ids: per sentence, the word index of each real token (``None`` for special tokens).
+    """
+
+    batch: dict[str, Any]
+    word_ids: list[list[int | None]]
+
+    def first_subtokens(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Position of each word's first token and the word mask.
+
+        Shapes:
+            returns index (b, w) long (0 on padding) and word_mask (b, w) bool, w the most words in the batch.
+        """
+        lengths = [1 + max((w for w in ids if w is not None), default=-1) for ids in self.word_ids]
+        index = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+        for k, ids in enumerate(self.word_ids):
+            for t in reversed(range(len(ids))):  # reversed: the first token of a word is written last
+                if ids[t] is not None:
+                    index[k, ids[t]] = t
+        word_mask = torch.arange(index.shape[1])[None, :] < torch.tensor(lengths)[:, None]
+        return index, word_mask
+
+
+class StructureCollator:
+    """Tokenize pre-split sentences and align each provider's word structure to the tokens.
+
+    Tokenizes with ``is_split_into_words=True``, right padding to the longest sentence, no truncation; token
+    ``t`` inherits the structure of its word through ``word_ids()`` and
+    :func:`structattn.structures.align_to_subwords` (special tokens are real but unreachable).
+
+    Args:
+        tokenizer: a *fast* Hugging Face tokenizer (``word_ids()`` is needed) with right padding.
+        providers: structure name (the name the attention plan uses) -> provider name or provider.
+        max_length: longest tokenized sentence accepted (default ``tokenizer.model_max_length``).
+        piece_distance: hops between pieces of one word (see ``align_to_subwords``).
+
+    Raises:
+        ValueError: a slow tokenizer, left padding; at call time a sentence longer than ``max_length`` or a
+            tokenization that does not give every word a token (the message names the sentence and word).
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        providers: Mapping[str, str | StructureProvider] | None = None,
+        max_length: int | None = None,
+        piece_distance: int = 0,
+    ) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise ValueError(
+                f"StructureCollator needs a fast tokenizer (word_ids() maps tokens to words); "
+                f"{type(tokenizer).__name__} is not one (load it with use_fast=True)"
+            )
+        if getattr(tokenizer, "padding_side", "right") != "right":
+            raise ValueError(f"StructureCollator pads structures at the end; the tokenizer pads on the {tokenizer.padding_side!r}")
+        providers = {"dependency": "dependency"} if providers is None else providers
+        self.tokenizer = tokenizer
+        self.providers = {k: get_provider(p) if isinstance(p, str) else p for k, p in providers.items()}
+        limit = max_length if max_length is not None else getattr(tokenizer, "model_max_length", None)
+        self.max_length = int(limit) if limit is not None and limit < 10**9 else None
+        self.piece_distance = piece_distance
+
+    def __call__(self, sentences: Sequence[Sentence]) -> dict[str, Any]:
+        """The batch for ``model(**batch)``."""
+        return self.encode(sentences).batch
+
+    def encode(self, sentences: Sequence[Sentence]) -> Encoded:
+        """The batch and each token's word (see :class:`Encoded`)."""
+        if not sentences:
+            raise ValueError("StructureCollator: empty list of sentences")
+        enc = self.tokenizer([list(s.words) for s in sentences], is_split_into_words=True, padding=True,
+                             truncation=False, return_tensors="pt")
+        lengths = enc["attention_mask"].sum(-1).tolist()
+        word_ids = [enc.word_ids(k)[: lengths[k]] for k in range(len(sentences))]
+        for s, ids in zip(sentences, word_ids):
+            self._check(s, ids)
+        batch: dict[str, Any] = dict(enc)
+        batch["structures"] = {name: self._aligned(p, sentences, word_ids, enc["input_ids"].shape[1])
+                               for name, p in self.providers.items()}
+        return Encoded(batch, word_ids)
+
+    def _check(self, sentence: Sentence, ids: list[int | None]) -> None:
+        who = describe_sentence(sentence.id)
+        if self.max_length is not None and len(ids) > self.max_length:
+            raise ValueError(
+                f"{who} has {len(ids)} tokens, more than the model's {self.max_length}; split or drop it "
+                "(truncation would cut words off the structure)"
+            )
+        n = len(sentence.words)
+        bad = [w for w in ids if w is not None and not 0 <= w < n]
+        if bad:
+            raise ValueError(f"{who}: the tokenizer gave word id {bad[0]}, but the sentence has {n} words")
+        seen = {w for w in ids if w is not None}
+        missing = [w for w in range(n) if w not in seen]
+        if missing:
+            w = missing[0]
+            raise ValueError(
+                f"{who}: word {w} ({sentence.words[w]!r}) has no token after tokenization (the tokenizer drops "
+                f"or merges it; {len(missing)} such word(s)); the structure would shift, so it is refused"
+            )
+        previous = [w for w in ids if w is not None]
+        if previous != sorted(previous):
+            raise ValueError(f"{who}: the tokenizer reorders words (word ids {previous}); structures cannot follow")
+
+    def _aligned(
+        self, provider: StructureProvider, sentences: Sequence[Sentence], word_ids: list[list[int | None]], n: int
+    ) -> Structure:
+        aligned = [align_to_subwords(provider(s), ids, self.piece_distance) for s, ids in zip(sentences, word_ids)]
+        structure = collate(aligned)
+        if structure.num_tokens != n:
+            raise ValueError(f"StructureCollator: structures cover {structure.num_tokens} tokens, the batch {n}")
+        return structure

@@ -1,0 +1,94 @@
+"""Loading Hugging Face checkpoints, with or without structattn attention saved in them."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from structattn.hf.attach import CONFIG_KEY, attach
+
+
+def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any = None, **hf_options: Any) -> nn.Module:
+    """Load a local checkpoint; rebuild its structattn attention when it was saved attached.
+
+    A checkpoint written by ``save_pretrained`` of an attached model carries its plan in ``config.json``
+    (key ``"structattn"``: plan, base attention, structure fields, structattn version) and the variants'
+    parameters in its weights; both come back. A plain checkpoint loads as transformers would load it and is
+    attached to ``plan`` when one is given.
+
+    Args:
+        path: a local model directory (no hub is contacted).
+        plan: attach this plan to a plain checkpoint; for an attached checkpoint it must equal the saved plan.
+        model_class: the transformers class to load (default: the checkpoint's ``architectures[0]``, else
+            ``AutoModel``).
+        hf_options: passed to ``model_class.from_pretrained``.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a local directory with a ``config.json``; the message says how to
+            fetch a hub model where a hub is reachable.
+        ValueError: ``plan`` differs from the plan the checkpoint was saved with.
+    """
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"no model directory at {str(path)!r} (no config.json there); structattn loads local directories only. "
+            f"Where a hub is reachable, fetch a model first, e.g. `huggingface-cli download bert-base-cased "
+            f"--local-dir models/bert-base-cased`, or make a small one offline with `structattn pretrain`"
+        )
+    config = json.loads((path / "config.json").read_text())
+    saved = config.get(CONFIG_KEY)
+    if saved and plan is not None and plan != saved["plan"]:
+        raise ValueError(f"{path} was saved with plan {saved['plan']!r}; got plan={plan!r}")
+    cls = model_class or _saved_class(config)
+    if saved:
+        hf_options.setdefault("attn_implementation", saved.get("base_attention", "sdpa"))
+    with _quiet_unexpected_keys():
+        model = cls.from_pretrained(str(path), **hf_options)
+    if saved:
+        delattr(model.config, CONFIG_KEY)
+        attach(model, saved["plan"], structure_fields=saved.get("structure_fields"))
+        _load_structattn_weights(model, path)
+    elif plan is not None:
+        attach(model, plan)
+    return model
+
+
+def _saved_class(config: dict[str, Any]) -> Any:
+    import transformers
+
+    names = config.get("architectures") or []
+    return getattr(transformers, names[0]) if names and hasattr(transformers, names[0]) else transformers.AutoModel
+
+
+def _load_structattn_weights(model: nn.Module, path: Path) -> None:
+    """Copy the saved ``*.structattn.*`` tensors into the freshly attached modules."""
+    from safetensors.torch import load_file
+
+    own = {k: v for k, v in model.state_dict().items() if ".structattn." in k}
+    found: dict[str, torch.Tensor] = {}
+    for file in sorted(path.glob("*.safetensors")):
+        found.update({k: v for k, v in load_file(str(file)).items() if ".structattn." in k})
+    missing = sorted(set(own) - set(found))
+    if missing:
+        raise ValueError(f"{path}: the checkpoint lacks structattn parameters {missing[:5]} of its saved plan")
+    model.load_state_dict(found, strict=False)
+
+
+class _quiet_unexpected_keys:
+    """Silence transformers' report of the structattn keys that the plain class does not know (loaded after)."""
+
+    def __enter__(self) -> None:
+        from transformers.utils import logging as hf_logging
+
+        self.level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+
+    def __exit__(self, *exc: object) -> None:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity(self.level)

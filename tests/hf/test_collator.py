@@ -1,0 +1,69 @@
+"""StructureCollator: token-level structures follow the words; segmentation mismatches are refused."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+import torch
+
+from structattn.hf.collator import StructureCollator
+from structattn.structures import Sentence
+
+
+def _word_distances(sentence):
+    """Tree distances between words via networkx (the oracle shares no code with the providers)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(sentence)))
+    graph.add_edges_from((i, h) for i, h in enumerate(sentence.heads) if h >= 0)
+    return dict(nx.all_pairs_shortest_path_length(graph))
+
+
+def test_tokens_inherit_their_words_distances(tokenizer, short_sentences):
+    encoded = StructureCollator(tokenizer).encode(short_sentences)
+    batch = encoded.batch
+    structure = batch["structures"]["dependency"]
+    assert set(batch) >= {"input_ids", "attention_mask", "structures"}
+    assert structure.token_mask.shape == batch["input_ids"].shape
+    assert torch.equal(structure.token_mask, batch["attention_mask"].bool())
+    for k, sentence in enumerate(short_sentences):
+        gold, ids = _word_distances(sentence), encoded.word_ids[k]
+        assert sorted({w for w in ids if w is not None}) == list(range(len(sentence)))
+        for t, wt in enumerate(ids):
+            for u, wu in enumerate(ids):
+                want = 0 if t == u else (-1 if wt is None or wu is None else gold[wt][wu])
+                assert int(structure.distance[k, t, u]) == want, (sentence.id, t, u)
+
+
+def test_first_subtokens_point_at_each_words_first_piece(tokenizer, short_sentences):
+    encoded = StructureCollator(tokenizer).encode(short_sentences)
+    index, word_mask = encoded.first_subtokens()
+    assert word_mask.sum(-1).tolist() == [len(s) for s in short_sentences]
+    for k, sentence in enumerate(short_sentences):
+        for w in range(len(sentence)):
+            t = int(index[k, w])
+            assert encoded.word_ids[k][t] == w and (t == 0 or encoded.word_ids[k][t - 1] != w)
+
+
+def test_word_without_token_is_refused_by_name(tokenizer):
+    sentence = Sentence(words=["Praha", "\u200b", "je"], heads=[-1, 0, 0], id="zero-width")
+    with pytest.raises(ValueError, match=r"'zero-width'.*word 1"):
+        StructureCollator(tokenizer)([sentence])
+
+
+def test_too_long_sentence_is_refused_by_name(tokenizer, short_sentences):
+    with pytest.raises(ValueError, match=repr(short_sentences[0].id)):
+        StructureCollator(tokenizer, max_length=5)(short_sentences)
+
+
+def test_slow_tokenizer_and_left_padding_are_refused(tokenizer):
+    class Slow:
+        is_fast = False
+
+    with pytest.raises(ValueError, match="fast tokenizer"):
+        StructureCollator(Slow())
+    tokenizer.padding_side = "left"
+    try:
+        with pytest.raises(ValueError, match="left"):
+            StructureCollator(tokenizer)
+    finally:
+        tokenizer.padding_side = "right"

@@ -1,0 +1,56 @@
+"""save_pretrained keeps the plan and the structattn parameters; from_pretrained rebuilds both."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import structattn.hf as H
+from structattn.hf.collator import StructureCollator
+from structattn.hf.loading import from_pretrained
+from tests.hf.conftest import tiny_model
+
+
+def test_round_trip_keeps_plan_parameters_and_outputs(tmp_path, tokenizer, short_sentences):
+    model = tiny_model("bert", tokenizer, head="BertForMaskedLM")
+    plan = "soft_bias(dependency, per_head=True)@0; hard_mask(dependency, radius=2)*2 + full*2@1"
+    H.attach(model, plan)
+    with torch.no_grad():
+        H.attached_layers(model)[0].variants[0].table.normal_()
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())["structattn"]
+    assert saved["plan"] == plan and saved["version"] and saved["base_attention"] == "sdpa"
+    loaded = from_pretrained(tmp_path).eval()
+    assert type(loaded).__name__ == "BertForMaskedLM"
+    torch.testing.assert_close(H.attached_layers(loaded)[0].variants[0].table, H.attached_layers(model)[0].variants[0].table)
+    batch = StructureCollator(tokenizer)(short_sentences)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits, atol=0, rtol=0)
+
+
+def test_plain_checkpoint_loads_and_attaches(tmp_path, tokenizer, short_sentences):
+    model = tiny_model("roberta", tokenizer)
+    model.save_pretrained(tmp_path)
+    plain = from_pretrained(tmp_path)
+    assert H.attached_layers(plain) == {}
+    attached = from_pretrained(tmp_path, plan="soft_bias(dependency)").eval()
+    batch = StructureCollator(tokenizer)(short_sentences)
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        plain_out = plain.eval()(**{k: v for k, v in batch.items() if k != "structures"}).last_hidden_state
+        torch.testing.assert_close(attached(**batch).last_hidden_state[real], plain_out[real], atol=1e-6, rtol=0)
+
+
+def test_plan_mismatch_is_refused(tmp_path, tokenizer):
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "soft_bias(dependency)")
+    model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="saved with plan"):
+        from_pretrained(tmp_path, plan="full")
+
+
+def test_missing_model_path_says_how_to_fetch(tmp_path):
+    with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
+        from_pretrained(tmp_path / "bert-base-cased")
