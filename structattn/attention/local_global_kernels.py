@@ -299,14 +299,17 @@ def banded_attention(
     radius: int, dilation: int, block: int | None = None, return_weights: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Longformer attention in ``O(n (c + 2 r + G))`` time and memory; weights densified only on request.
+    float16 / bfloat16 inputs are computed in float32 (scores, softmax, ``w @ v``); outputs in the input dtype.
 
     Shapes:
         q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), (b, h, n, n) or None.
     """
-    n = q.shape[2]
+    n, dtype = q.shape[2], q.dtype
+    # half inputs are computed in float32 throughout: a float16 score overflows for |q|, |k| ~ 300
+    q, k, v = (x.to(compute_dtype(dtype)) for x in (q, k, v))
     if radius * dilation >= n - 1 and dilation == 1 and not return_weights:
         # the window covers the whole sequence: every real pair is allowed; fused SDPA, (b, 1, 1, n) mask
-        return sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None
+        return sdpa_allowed(q, k, v, token_mask[:, None, None, :]).to(dtype), None
     lay = BandLayout(n, radius, dilation, choose_block(radius, n, dilation, block))
     slots = global_slots(is_global, token_mask)
     if return_weights:
@@ -318,8 +321,8 @@ def banded_attention(
         glob_out, row_w = global_rows(q, k, v, token_mask, slots)
         out = torch.where((is_global & token_mask)[:, None, :, None], glob_out, out)
     if not return_weights:
-        return out, None
-    return out, densify_weights(band_w, glob_w, row_w, slots, token_mask, is_global, lay).to(q.dtype)
+        return out.to(dtype), None
+    return out.to(dtype), densify_weights(band_w, glob_w, row_w, slots, token_mask, is_global, lay).to(dtype)
 
 
 def densify_weights(

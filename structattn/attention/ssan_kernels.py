@@ -5,11 +5,18 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 #: Cap on ``s_ij - m_i`` before ``exp`` in the rare fallback that anchors on the largest *selected* score
 #: (unselected keys then only enter the straight-through gradient); ``exp(80) * n`` stays finite in float32.
 _EXP_CAP = 80.0
+#: Cap on ``s_j - lse_sel`` (log-space) in the straight-through policy gradient ``r`` (see
+#: :class:`SelectiveAttention`): an unselected key scoring more than 30 above the selected set's log-sum-exp
+#: would otherwise get a gradient ``exp(s_j - lse_sel)`` beyond what float32 can square (Adam, clipping).
+_LOG_GRAD_CAP = 30.0
+_GRAD_CAP = math.exp(_LOG_GRAD_CAP)
 
 
 class SelectiveAttention(torch.autograd.Function):
@@ -28,7 +35,9 @@ class SelectiveAttention(torch.autograd.Function):
 
     Backward, with ``dw = dout v^T`` and ``t = dw - rowsum(dw * w)`` (``= dw - rowsum(dout * out)`` when ``w``
     itself gets no gradient): ``ds = w * t`` (-> ``dq = ds k``, ``dk = ds^T q``, ``dbias``), ``dv = w^T dout``
-    and ``dz = t * r`` with ``r = exp(s - m) / Z * p (1 - p)`` (straight-through: ``d sel / d p = 1``).
+    and ``dz = t * r`` with ``r = exp(s - m) / Z * p (1 - p) = exp(s - lse_sel) p (1 - p)`` (straight-through:
+    ``d sel / d p = 1``; ``lse_sel = m + log Z`` the log-sum-exp of the selected scores), the exponent capped at
+    :data:`_LOG_GRAD_CAP` (only unselected keys scoring far above every selected one reach it).
     Only ``w`` and ``r`` are kept at ``(b, h, n, n)`` size.
 
     Shapes:
@@ -63,7 +72,12 @@ class SelectiveAttention(torch.autograd.Function):
         inv = torch.where(total > 0, 1.0 / torch.where(total > 0, total, 1.0), 0.0) * query_f
         w.mul_(inv)
         out = torch.matmul(w, v)
-        r = e.mul_(inv).mul_(p.addcmul_(p, p, value=-1.0)) if ctx.needs_input_grad[0] else None  # p (1 - p)
+        # r = exp(s - lse_sel) p (1 - p), lse_sel the log-sum-exp over the selected keys: e * inv is that
+        # exponential (e <= 1, inv <= 1 / tiny: no overflow), capped at exp(_LOG_GRAD_CAP) for unselected keys
+        # scoring far above the selected ones (|q|, |k| ~ 1e3 gave policy gradients ~1e36, whose squares overflow)
+        r = (
+            e.mul_(inv).clamp_(max=_GRAD_CAP).mul_(p.addcmul_(p, p, value=-1.0)) if ctx.needs_input_grad[0] else None
+        )
         ctx.save_for_backward(w, r, q, k, v, out)
         ctx.bias_shape = None if bias is None else bias.shape
         selected = (count * query_f).sum()
