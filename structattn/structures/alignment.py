@@ -7,6 +7,7 @@ from typing import Sequence
 
 import torch
 
+from structattn.structures._checks import int_option
 from structattn.structures.sentence import describe_sentence
 from structattn.structures.structure import Structure
 
@@ -45,8 +46,7 @@ def align_to_subwords(structure: Structure, word_ids: Sequence[int | None], piec
             f"{who}: words {missing[:10]} have no subword token; the tokenizer saw different words than the "
             "structure (segmentation mismatch)"
         )
-    if piece_distance < 0:
-        raise ValueError(f"piece_distance must be >= 0, got {piece_distance}")
+    piece_distance = int_option(piece_distance, "piece_distance", "align_to_subwords", minimum=0)
     index = torch.tensor([0 if w is None else w for w in word_ids], dtype=torch.long)
     special = torch.tensor([w is None for w in word_ids], dtype=torch.bool)
     pair_special = special[:, None] | special[None, :]

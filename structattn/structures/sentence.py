@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from structattn.structures._checks import as_index
+
 
 @dataclass(frozen=True)
 class Mention:
@@ -18,6 +20,12 @@ class Mention:
     start: int
     end: int
     head: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("start", "end", "head"):
+            value = getattr(self, name)
+            if value is not None and type(value) is not int:
+                object.__setattr__(self, name, as_index(value, f"mention {name}"))
 
     def shifted(self, offset: int) -> Mention:
         """The same mention ``offset`` words further on (a sentence's mention placed in its document)."""
@@ -31,6 +39,12 @@ class SemanticEdge:
     head: int
     dependent: int
     label: str = "_"
+
+    def __post_init__(self) -> None:
+        for name in ("head", "dependent"):
+            value = getattr(self, name)
+            if type(value) is not int:
+                object.__setattr__(self, name, as_index(value, f"semantic edge {name}"))
 
     def shifted(self, offset: int) -> SemanticEdge:
         """The same edge ``offset`` words further on (a root edge keeps head ``-1``)."""
@@ -81,26 +95,35 @@ class Sentence:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.words = list(self.words)
         where = describe_sentence(self.id)
+        if isinstance(self.words, str):
+            raise ValueError(f"{where}: words is the string {self.words[:40]!r}; pass a list of words "
+                             "(e.g. text.split()), not a string (it would split into characters)")
+        self.words = list(self.words)
         if not self.words:
             raise ValueError(f"{where}: empty sentence (no words)")
+        bad = next((i for i, w in enumerate(self.words) if not isinstance(w, str)), None)
+        if bad is not None:
+            raise ValueError(f"{where}: word {bad} is {self.words[bad]!r} ({type(self.words[bad]).__name__}); "
+                             "words must be strings")
         n = len(self.words)
         for name in ("heads", "deprels", "upos"):
             values = getattr(self, name)
             if values is not None:
+                if isinstance(values, str):
+                    raise ValueError(f"{where}: {name} is the string {values[:40]!r}; expected a list")
                 values = list(values)
                 setattr(self, name, values)
                 if len(values) != n:
                     raise ValueError(f"{where}: {len(values)} {name} for {n} words")
         if self.heads is not None:
-            self.heads = [int(h) for h in self.heads]
+            self.heads = _heads(self.heads, self.id, self.words)
             validate_tree(self.heads, self.id, self.words)
         if self.edges is not None:
-            self.edges = [_as_edge(e) for e in self.edges]
+            self.edges = _located(where, lambda: [_as_edge(e) for e in self.edges])
             validate_edges(self.edges, n, self.id)
         if self.coref is not None:
-            self.coref = [[_as_mention(m) for m in cluster] for cluster in self.coref]
+            self.coref = _located(where, lambda: [[_as_mention(m) for m in cluster] for cluster in self.coref])
             validate_mentions(self.coref, n, describe_sentence(self.id))
 
     def __len__(self) -> int:
@@ -129,7 +152,7 @@ class Document:
         if not self.sentences:
             raise ValueError(f"document {self.id!r}: no sentences")
         if self.coref is not None:
-            self.coref = [[_as_mention(m) for m in cluster] for cluster in self.coref]
+            self.coref = _located(f"document {self.id!r}", lambda: [[_as_mention(m) for m in c] for c in self.coref])
             validate_mentions(self.coref, len(self), f"document {self.id}")
 
     @property
@@ -150,17 +173,33 @@ class Document:
         return sum(len(s) for s in self.sentences)
 
 
+def _located(where: str, convert: Any) -> Any:
+    """``convert()``, with ``where`` (the sentence) put in front of a ``ValueError``."""
+    try:
+        return convert()
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _heads(heads: list[Any], sentence_id: str | None, words: list[str]) -> list[int]:
+    """Heads as ints; a float (``1.7``, even ``2.0``), bool or other non-integer names its token."""
+    if all(type(h) is int for h in heads):
+        return heads
+    where = describe_sentence(sentence_id)
+    return [as_index(h, f"{where}: token {i} ({words[i]!r}) head") for i, h in enumerate(heads)]
+
+
 def _as_edge(edge: SemanticEdge | Sequence[Any]) -> SemanticEdge:
     if isinstance(edge, SemanticEdge):
         return edge
-    return SemanticEdge(int(edge[0]), int(edge[1]), str(edge[2]) if len(edge) > 2 else "_")
+    return SemanticEdge(edge[0], edge[1], str(edge[2]) if len(edge) > 2 else "_")
 
 
 def _as_mention(mention: Mention | Sequence[Any]) -> Mention:
     if isinstance(mention, Mention):
         return mention
     head = mention[2] if len(mention) > 2 else None
-    return Mention(int(mention[0]), int(mention[1]), None if head is None else int(head))
+    return Mention(mention[0], mention[1], head)
 
 
 def validate_tree(heads: Sequence[int], sentence_id: str | None, words: Sequence[str] | None = None) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from structattn.structures._checks import int_option
 from structattn.structures.window_math import band_distance
 
 #: Names a variant may list in ``requires``.
@@ -50,10 +51,9 @@ class Structure:
     def __post_init__(self) -> None:
         if self.distance is None and self.adjacency is None and self.window_radius is None and self.token_mask is None:
             raise ValueError("a Structure needs a distance, an adjacency, a window or at least a token_mask")
-        if self.window_radius is not None and self.window_radius < 0:
-            raise ValueError(f"window_radius must be >= 0, got {self.window_radius}")
-        if self.dilation < 1:
-            raise ValueError(f"dilation must be >= 1, got {self.dilation}")
+        if self.window_radius is not None:
+            self.window_radius = int_option(self.window_radius, "window_radius", "Structure", minimum=0)
+        self.dilation = int_option(self.dilation, "dilation", "Structure", minimum=1)
         if self.token_mask is None:
             n = self.num_tokens
             lead = self._lead_shape()

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from structattn.structures._checks import int_option
 from structattn.structures.learned.predictor import DistancePredictor
 from structattn.structures.learned.training import predicted_heads
 from structattn.structures.providers.base import Item, StructureProvider, register_provider
@@ -38,8 +39,7 @@ class LearnedDependencyProvider(StructureProvider):
     options_ignored = ("batch_size",)  # the fingerprint identifies the model; batching does not change trees
 
     def __init__(self, path: str | Path, batch_size: int = 64) -> None:
-        if batch_size < 1:
-            raise ValueError(f"provider 'learned_dependency': batch_size must be >= 1, got {batch_size}")
+        batch_size = int_option(batch_size, "batch_size", "provider 'learned_dependency'", minimum=1)
         self.path, self.batch_size = str(path), batch_size
         self.model = DistancePredictor.load(path)
         self.sha256 = self.model.fingerprint()

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import torch
 
+from structattn.structures._checks import int_option
 from structattn.structures.providers.base import Item, StructureProvider, _token_mask, register_provider
 from structattn.structures.structure import Structure
 
@@ -21,19 +22,24 @@ class WindowProvider(StructureProvider):
     Args:
         radius: tokens on each side (>= 0).
         dilation: step between attended positions (>= 1).
-        global_tokens: positions that are global (negative counts from the end, e.g. ``(0,)`` for a [CLS]).
+        global_tokens: positions that are global, e.g. ``(0,)`` for a [CLS]; a negative position counts from
+            the end (``-1`` is each sentence's last token, e.g. a [SEP]: sentences differ in length, so
+            no non-negative position can say that). Each must lie in every sentence: ``-n <= g < n``.
+
+    Raises:
+        ValueError: a radius, dilation or global position that is not an integer (``1.5``, ``True``), a
+            negative radius, a dilation below 1, or (when computing) a global position
+            outside a sentence, naming the sentence, the position and the length.
     """
 
     provides = frozenset({"distance", "adjacency", "token_mask", "band", "is_global"})
 
     def __init__(self, radius: int = 3, dilation: int = 1, global_tokens: Sequence[int] = ()) -> None:
-        if radius < 0:
-            raise ValueError(f"window radius must be >= 0, got {radius}")
-        if dilation < 1:
-            raise ValueError(f"window dilation must be >= 1, got {dilation}")
-        self.radius = int(radius)
-        self.dilation = int(dilation)
-        self.global_tokens = tuple(int(g) for g in global_tokens)
+        self.radius = int_option(radius, "radius", "window", minimum=0)
+        self.dilation = int_option(dilation, "dilation", "window", minimum=1)
+        if isinstance(global_tokens, (str, bytes)) or not hasattr(global_tokens, "__iter__"):
+            raise ValueError(f"window: global_tokens must be a sequence of positions, got {global_tokens!r}")
+        self.global_tokens = tuple(int_option(g, f"global token {k}", "window") for k, g in enumerate(global_tokens))
 
     def options(self) -> dict[str, Any]:
         return {"radius": self.radius, "dilation": self.dilation, "global_tokens": self.global_tokens}
@@ -45,6 +51,7 @@ class WindowProvider(StructureProvider):
         for k, (item, n) in enumerate(zip(items, lengths)):
             for g in self.global_tokens:
                 if not -n <= g < n:
-                    raise ValueError(f"window: global token {g} outside sentence {item.id!r} of {n} tokens")
+                    raise ValueError(f"window: global token {g} is outside sentence {item.id!r}, which has {n} "
+                                     f"tokens (valid: {-n}..{n - 1}, negative counting from the end)")
                 is_global[k, g % n] = True
         return Structure(token_mask=token_mask, window_radius=self.radius, dilation=self.dilation, is_global=is_global)
