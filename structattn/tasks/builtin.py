@@ -11,4 +11,5 @@ from structattn.tasks import (  # noqa: F401  (registration)
     ssan_top_constituents,
     ssan_tree_depth,
     ssan_word_reordering,
+    translation,
 )
