@@ -18,9 +18,5 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
     return dependency_structure(lengths, generator)
 
 
-def reference(module, q, k, v, structure, hidden):
+def reference(q, k, v, structure, module, hidden=None):
     return full_reference(q, k, v, structure.token_mask)
-
-
-def needs_hidden() -> bool:
-    return False

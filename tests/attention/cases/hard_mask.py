@@ -19,10 +19,6 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
     return dependency_structure(lengths, generator, forests=True)
 
 
-def reference(module, q, k, v, structure, hidden):
+def reference(q, k, v, structure, module, hidden=None):
     masked = module.is_masked_head.nonzero().flatten().tolist()
     return hard_mask_reference(module.radius, masked, q, k, v, structure.distance, structure.token_mask)
-
-
-def needs_hidden() -> bool:
-    return False

@@ -24,14 +24,10 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
 
 
 def reference(
-    module: StructuredAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure,
-    hidden: torch.Tensor | None,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure, module: StructuredAttention,
+    hidden: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Longformer oracle (tests/reference/local_global.py) on the structure's compact window form."""
     return local_global_reference(
         q, k, v, structure.token_mask, structure.window_radius, structure.dilation, structure.is_global
     )
-
-
-def needs_hidden() -> bool:
-    return False

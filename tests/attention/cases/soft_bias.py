@@ -26,9 +26,5 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
     return dependency_structure(lengths, generator, forests=True)
 
 
-def reference(module, q, k, v, structure, hidden):
+def reference(q, k, v, structure, module, hidden=None):
     return soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
-
-
-def needs_hidden() -> bool:
-    return False

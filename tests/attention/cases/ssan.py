@@ -31,14 +31,10 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
 
 
 def reference(
-    module: StructuredAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None,
-    hidden: torch.Tensor | None,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None, module: StructuredAttention,
+    hidden: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The float64 oracle of tests/reference/ssan.py (replays the noise of the module's last forward)."""
     assert hidden is not None
     token_mask = None if structure is None else structure.token_mask
     return ssan_reference(module, q, k, v, token_mask, hidden)
-
-
-def needs_hidden() -> bool:
-    return True
