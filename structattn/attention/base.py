@@ -143,8 +143,19 @@ class StructuredAttention(nn.Module):
         hidden: torch.Tensor | None,
     ) -> None:
         who = f"attention {self.name!r}"
-        if q.dim() != 4 or q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
-            raise ValueError(f"{who}: q, k, v must be (b, h, n, d) with equal shapes, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
+            raise ValueError(
+                f"{who}: q, k, v must be (b, h, n, d) with equal shapes, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                f"v {tuple(v.shape)}"
+            )
+        dtypes = {"q": q.dtype, "k": k.dtype, "v": v.dtype}
+        if not all(x.is_floating_point() for x in (q, k, v)) or len(set(dtypes.values())) > 1:
+            shown = ", ".join(f"{name} {str(dt).removeprefix('torch.')}" for name, dt in dtypes.items())
+            raise ValueError(f"{who}: q, k, v must share one floating-point dtype, got {shown}")
+        if hidden is not None and (hidden.dim() != 3 or not hidden.is_floating_point()):
+            raise ValueError(
+                f"{who}: hidden must be a floating-point (b, n, d_model) tensor, got {tuple(hidden.shape)} {hidden.dtype}"
+            )
         b, h, n, _ = q.shape
         if h != self.num_heads:
             raise ValueError(f"{who}: built for {self.num_heads} heads, got q with {h}")
@@ -153,6 +164,11 @@ class StructuredAttention(nn.Module):
                 raise ValueError(f"{who} needs a structure with {sorted(self.requires)}, got None")
         else:
             structure.require(self.requires, who)
+            distance = structure.distance
+            if distance is not None and (distance.is_floating_point() or distance.dtype == torch.bool):
+                raise ValueError(
+                    f"{who}: structure.distance must be an integer tensor (hops, -1 = unreachable), got {distance.dtype}"
+                )
             lead = (b,) if structure.is_batched else ()
             if structure.num_tokens != n or (structure.is_batched and structure.token_mask.shape[0] != b):
                 raise ValueError(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from structattn.attention import get_attention
+from structattn.attention import attention_names, get_attention
 from structattn.structures import Sentence, get_provider
-from tests.attention.cases import dependency_structure
+from tests.attention.cases import dependency_structure, load_case
 from tests.reference.local_global import local_global_reference
 
 
@@ -53,3 +55,48 @@ def test_ssan_policy_gradient_stays_finite_for_huge_scores():
         assert torch.isfinite(x.grad).all(), f"gradient of {label} is not finite"
         assert torch.isfinite(x.grad.square().sum()), f"squared gradient of {label} overflows float32"
     assert module.policy_query.weight.grad.abs().sum() > 0
+
+
+def _inputs(name: str, generator: torch.Generator):
+    case = load_case(name)
+    structure = case.make_structure([7, 5], generator)
+    q, k, v = (torch.randn(2, 3, structure.num_tokens, 5, generator=generator) for _ in range(3))
+    hidden = torch.randn(2, structure.num_tokens, 15, generator=generator)
+    return case.make(3, 5), structure, q, k, v, hidden
+
+
+@pytest.mark.parametrize("name", attention_names())
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"q": torch.int64}, r"q int64, k float32, v float32"),
+        ({"k": torch.float64}, r"q float32, k float64, v float32"),
+        ({"q": torch.float16, "k": torch.float16, "v": torch.float16, "hidden": torch.int32}, r"hidden .*int32"),
+    ],
+    ids=["int-q", "mixed-float", "int-hidden"],
+)
+def test_bad_dtypes_are_named(name, change, message, generator):
+    module, structure, q, k, v, hidden = _inputs(name, generator)
+    tensors = {"q": q, "k": k, "v": v, "hidden": hidden}
+    tensors = {x: (t.to(change[x]) if x in change else t) for x, t in tensors.items()}
+    with pytest.raises(ValueError, match=rf"{name}.*{message}"):
+        module(tensors["q"], tensors["k"], tensors["v"], structure, hidden=tensors["hidden"])
+
+
+@pytest.mark.parametrize("name", ["soft_bias", "fixed_decay", "hard_mask"])
+def test_float_distance_is_rejected(name, generator):
+    module, structure, q, k, v, hidden = _inputs(name, generator)
+    bad = replace(structure, distance=structure.distance.float())
+    with pytest.raises(ValueError, match=rf"{name}.*distance must be an integer tensor.*float32"):
+        module(q, k, v, bad)
+
+
+@pytest.mark.parametrize("name", attention_names())
+def test_three_dimensional_inputs_are_named(name, generator):
+    module, structure, q, k, v, hidden = _inputs(name, generator)
+    with pytest.raises(ValueError, match=rf"{name}.*\(b, h, n, d\).*q \(2, 7, 5\)"):
+        module(q[:, 0], k[:, 0], v[:, 0], structure, hidden=hidden)
+    with pytest.raises(ValueError, match=rf"{name}.*q \(2, 7, 5\)"):
+        module(q[:, 0], k, v, structure, hidden=hidden)
+    with pytest.raises(ValueError, match=rf"{name}.*hidden"):
+        module(q, k, v, structure, hidden=hidden[..., 0])
