@@ -91,7 +91,7 @@ class StructureCollator:
         if not sentences:
             raise ValueError("StructureCollator: empty list of sentences")
         enc = self.tokenizer([list(s.words) for s in sentences], is_split_into_words=True, padding=True,
-                             truncation=False, return_tensors="pt")
+                             truncation=False, return_tensors="pt", verbose=False)
         lengths = enc["attention_mask"].sum(-1).tolist()
         word_ids = [enc.word_ids(k)[: lengths[k]] for k in range(len(sentences))]
         for s, ids in zip(sentences, word_ids):
