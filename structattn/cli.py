@@ -1,12 +1,13 @@
 """The ``structattn`` command.
 
-    structattn train CONFIG.gin [--gin-param B ...] --out DIR [--resume]
-    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N]
-    structattn merge DIR... [--out DIR]
+    structattn train CONFIG.gin [--gin-param B ...] --out DIR [--resume | --overwrite]
+    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N] [--resume | --overwrite]
+    structattn merge DIR... [--out DIR] [--overwrite]
     structattn eval CHECKPOINT [--split test]
     structattn structures ...     (structattn.structures.commands: demo, cache precompute)
     structattn parse ...          (structattn.structures.annotators.commands: spaCy / stanza parsing)
 
+A folder that already holds structattn outputs is refused unless ``--resume`` or ``--overwrite`` is given.
 Errors print one line (``structattn <command>: error: ...``) and exit with status 1; ``--traceback`` (or
 ``STRUCTATTN_TRACEBACK=1``) shows the full traceback instead. Progress bars are off with ``--quiet`` or when
 the ``CI`` environment variable is set.
@@ -36,6 +37,19 @@ def _quiet(args: argparse.Namespace) -> bool:
     return progress_disabled(args.quiet)
 
 
+def _mode(args: argparse.Namespace) -> str:
+    """What to do with an output folder that already holds outputs (see ``--resume`` / ``--overwrite``)."""
+    if args.resume and args.overwrite:
+        raise ValueError("give --resume or --overwrite, not both")
+    return "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
+
+
+def _output_flags(parser: argparse.ArgumentParser, resume_help: str) -> None:
+    parser.add_argument("--resume", action="store_true", help=resume_help)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="remove the structattn outputs already in --out (listed on stderr) and start afresh")
+
+
 def _gin_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="the .gin config file")
     parser.add_argument("--gin-param", "--gin_param", action="append", default=[], metavar="BINDING",
@@ -50,7 +64,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from structattn.experiments import gin_setup
 
     gin_setup.parse(args.config, args.gin_param)
-    record = gin_setup.train(args.out, quiet=_quiet(args), resume=args.resume, dry_run=args.dry_run)
+    record = gin_setup.train(args.out, quiet=_quiet(args), mode=_mode(args), dry_run=args.dry_run)
     if record is None:
         print("config OK: model built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
@@ -65,7 +79,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard)
     gin_setup.parse(args.config, args.gin_param)
-    result = gin_setup.compare(args.out, shard=shard, quiet=_quiet(args), dry_run=args.dry_run, plots=not args.no_plots)
+    result = gin_setup.compare(args.out, shard=shard, quiet=_quiet(args), dry_run=args.dry_run,
+                               plots=not args.no_plots, mode=_mode(args))
     if args.dry_run:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
@@ -78,7 +93,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from structattn.experiments import merge
 
     out = args.out or str(Path(os.path.commonpath([str(Path(d).resolve()) for d in args.dirs])) / "merged")
-    records = merge(args.dirs, out, plots=not args.no_plots)
+    records = merge(args.dirs, out, plots=not args.no_plots, mode="overwrite" if args.overwrite else "refuse")
     print((Path(out) / "results.md").read_text())
     print(f"merged {len(records)} runs from {len(args.dirs)} directories into {out}")
     return 0
@@ -111,11 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train one model from a gin config", description="Train one model (task x attention plan x seed) from a gin config; writes checkpoints, record.json, config.gin and results tables to --out. Works under torchrun (data parallel).")
     _gin_args(p)
-    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last.pt if it exists")
+    _output_flags(p, "continue from OUT/checkpoints/last.pt if it exists (only max_steps, eval_every, patience and "
+                     "eval_batch_size may change; other differences from the checkpoint are refused)")
     p.set_defaults(run=cmd_train)
 
     p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, results.md, config.gin and plots/ to --out.")
     _gin_args(p)
+    _output_flags(p, "keep the finished runs in --out whose records match this comparison, continue the others "
+                     "from their last.pt")
     p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based); merge the shard directories with `structattn merge`")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.set_defaults(run=cmd_compare)
@@ -123,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="merge the output directories of compare shards", description="Merge compare shard directories into one set of tables and plots (identical to an unsharded run).")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories")
     p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
+    p.add_argument("--overwrite", action="store_true", help="replace the structattn outputs already in --out")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.set_defaults(run=cmd_merge)
 

@@ -94,3 +94,39 @@ def test_sharded_compare_and_merge(capsys, tmp_path):
     assert {line.split(",")[3] for line in lines[1:]} == {"full", "hard_mask(dependency)"}
     assert cli.main(["compare", *base, "--out", str(tmp_path / "dry"), "--dry-run"]) == 0
     assert "config OK: 2 runs" in capsys.readouterr().out and not (tmp_path / "dry").exists()
+
+
+def test_train_refuses_used_folders_and_files_before_training(capsys, tmp_path, monkeypatch):
+    import structattn.experiments.compare as compare_module
+
+    out = tmp_path / "run"
+    argv = ["train", "configs/train_example.gin", "--out", str(out), *TINY, "--quiet",
+            "--gin-param", "train.task = 'head_selection(limit=30)'"]
+    assert cli.main(argv) == 0
+    first = (out / "record.json").read_text()
+    capsys.readouterr()
+    one_line_error(argv, capsys, "already holds structattn outputs (record.json, config.gin, results.csv, results.md, "
+                                 "checkpoints); pass --resume")
+    assert (out / "record.json").read_text() == first
+    # resuming with another learning rate or seed is refused, naming both values
+    one_line_error([*argv, "--resume", "--gin-param", "training.lr = 0.5", "--gin-param", "train.seed = 3"], capsys,
+                   "training.lr: checkpoint 0.003, config 0.5; seed: checkpoint 0, config 3")
+    one_line_error([*argv, "--resume", "--overwrite"], capsys, "give --resume or --overwrite, not both")
+    assert cli.main([*argv, "--overwrite", "--gin-param", "train.seed = 1"]) == 0
+    assert f"structattn train: --overwrite: removing {out / 'record.json'}" in capsys.readouterr().err
+    assert json.loads((out / "record.json").read_text())["seed"] == 1
+    # a file as --out fails before any data is prepared or any step is trained
+    monkeypatch.setattr(compare_module, "_data_for", lambda *a, **k: pytest.fail("prepared data for a file --out"))
+    (tmp_path / "file").write_text("x")
+    one_line_error([*argv[:3], str(tmp_path / "file"), *argv[4:]], capsys, "is a file, not a folder")
+
+
+def test_compare_refuses_a_used_folder(capsys, tmp_path):
+    base = ["compare", "configs/quickstart.gin", *TINY, "--quiet", "--no-plots", "--gin-param", "compare.seeds = [0]",
+            "--gin-param", "compare.tasks = ['depth_tagging(limit=20)']", "--gin-param", "compare.settings = ['full']",
+            "--out", str(tmp_path)]
+    assert cli.main(base) == 0
+    capsys.readouterr()
+    one_line_error(base, capsys, "already holds structattn outputs")
+    assert cli.main([*base, "--resume"]) == 0
+    assert "results.md" in capsys.readouterr().out

@@ -11,6 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
+from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
 from structattn.experiments.run import (
     PreparedData,
@@ -104,25 +106,45 @@ class Comparison:
 
 def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
                    config: str = "", quiet: bool = False, context: Distributed = Distributed(),
-                   plots: bool = True) -> list[dict[str, Any]]:
-    """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots."""
+                   plots: bool = True, mode: str = "refuse") -> list[dict[str, Any]]:
+    """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots.
+
+    ``mode`` says what to do when ``out_dir`` already holds compare outputs: ``"refuse"`` (default),
+    ``"overwrite"`` them (removed first, listed on stderr), or ``"resume"``: runs whose records match the
+    folder's manifest are kept, the others continue from their ``last.pt`` (or start).
+
+    Raises:
+        ValueError: a bad declaration, an unusable or used folder (see
+            :func:`structattn.experiments.outputs.check_output_folder`), or, on resume, a folder holding
+            another comparison or stray records.
+    """
     out = Path(out_dir)
     comparison.validate()
     runs = comparison.runs()
     mine = [r for r in runs if shard is None or r.index % shard[1] == shard[0]]
+    manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine)
+    used = check_output_folder(out, COMPARE_OUTPUTS, mode)
+    done = _finished(out, manifest) if used and mode == "resume" else {}
     if context.is_main:
+        if mode == "overwrite":
+            clear_outputs(out, used, "structattn compare")
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.gin").write_text(config)
-        manifest = {"fingerprint": comparison.fingerprint(), "runs": len(runs), "shard": list(shard) if shard else None,
-                    "indices": [r.index for r in mine]}
         (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
     records, cache = [], {}
     for spec in mine:
+        if spec.index in done:
+            records.append(done[spec.index])
+            if not quiet and context.is_main:
+                print(f"[{spec.index + 1}/{len(runs)}] {spec.run_id}: finished, kept", flush=True)
+            continue
         data = _data_for(spec, comparison, cache, quiet)
         if not quiet and context.is_main:
             print(f"[{spec.index + 1}/{len(runs)}] {spec.task_label} | {spec.setting} | seed {spec.seed}", flush=True)
+        last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
         record = execute(spec, comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
-                         quiet=quiet, config=config)
+                         quiet=quiet, config=config, resume=last if mode == "resume" and last.is_file() else None)
+        record["fingerprint"] = manifest["fingerprint"]
         if context.is_main:
             (out / "runs" / f"{spec.run_id}.json").write_text(json.dumps(record))
         records.append(record)
@@ -131,15 +153,32 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     return records
 
 
+def _finished(out: Path, manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """On resume: the records already in ``out`` (checked against the new manifest), by run index."""
+    if (out / "comparison.json").is_file():
+        old = read_manifest(out)
+        if old.get("fingerprint") != manifest["fingerprint"]:
+            raise ValueError(f"--resume: {str(out)!r} holds another comparison (fingerprint {old.get('fingerprint')}, "
+                             f"the config now gives {manifest['fingerprint']}); use --overwrite or another --out")
+        if old.get("shard") != manifest["shard"]:
+            raise ValueError(f"--resume: {str(out)!r} holds shard {old.get('shard')}, not {manifest['shard']}")
+    return {index: record for index, (_, record) in read_records(out, manifest).items()}
+
+
 def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", quiet: bool = False,
-              context: Distributed = Distributed(), resume: Path | None = None) -> dict[str, Any]:
+              context: Distributed = Distributed(), mode: str = "refuse") -> dict[str, Any]:
     """The single run of a one-run comparison (``structattn train``): checkpoints, ``record.json``,
-    ``config.gin`` and the results tables under ``out_dir``."""
+    ``config.gin`` and the results tables under ``out_dir``. ``mode``: as for :func:`run_comparison`;
+    ``"resume"`` continues from ``out_dir/checkpoints/last.pt`` when it exists."""
     comparison.validate()
     spec, out = comparison.runs()[0], Path(out_dir)
+    used = check_output_folder(out, TRAIN_OUTPUTS, mode)
+    if context.is_main and mode == "overwrite":
+        clear_outputs(out, used, "structattn train")
+    last = out / "checkpoints" / "last.pt"
     data = _data_for(spec, comparison, {}, quiet or not context.is_main)
     record = execute(spec, comparison.setup, data, out_dir=out, context=context, quiet=quiet, config=config,
-                     resume=resume)
+                     resume=last if mode == "resume" and last.is_file() else None)
     if context.is_main:
         (out / "record.json").write_text(json.dumps(record))
         (out / "config.gin").write_text(config)

@@ -67,13 +67,14 @@ def make_setup(probes: Sequence[str] = ()) -> Setup:
     return Setup(model_config(), training_config(), structures, vocab, cache, check_probe_steps(probes))
 
 
-@gin.configurable("train", denylist=["out_dir", "quiet", "resume", "dry_run"])
+@gin.configurable("train", denylist=["out_dir", "quiet", "mode", "dry_run"])
 def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin.REQUIRED, seed: int = 0,
-          threads: int | None = None, quiet: bool = False, resume: bool = False,
+          threads: int | None = None, quiet: bool = False, mode: str = "refuse",
           dry_run: bool = False) -> dict[str, Any] | None:
     """Root of ``structattn train``: one run, written to ``out_dir`` (record, checkpoints, config);
-    ``resume`` continues from ``out_dir/checkpoints/last.pt`` when it exists; ``threads`` sets torch's
-    intra-op CPU threads (default: torch's own choice)."""
+    ``mode``: ``"refuse"`` a folder holding outputs, ``"resume"`` (continue from
+    ``out_dir/checkpoints/last.pt`` when it exists) or ``"overwrite"``; ``threads`` sets torch's intra-op CPU
+    threads (default: torch's own choice)."""
     set_threads(threads, "train.threads")
     comparison = Comparison.declare({task: task}, {attention: attention}, [as_int("train.seed", seed)], make_setup())
     if dry_run:
@@ -81,20 +82,20 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
         return None
     context = distributed.setup()
     try:
-        last = Path(out_dir) / "checkpoints" / "last.pt"
         return train_one(comparison, out_dir, config=gin.operative_config_str(), quiet=quiet, context=context,
-                         resume=last if resume and last.is_file() else None)
+                         mode=mode)
     finally:
         distributed.teardown()
 
 
-@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots"])
+@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots", "mode"])
 def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
-            dry_run: bool = False, plots: bool = True, probes: Sequence[str] = ()) -> list[dict[str, Any]] | Comparison:
+            dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
+            mode: str = "refuse") -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
-    ``threads`` as for :func:`train`; ``probes``: probe steps run after each training
+    ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
     (:mod:`structattn.experiments.probe_steps`)."""
     set_threads(threads, "compare.threads")
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
@@ -107,7 +108,7 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     context = distributed.setup()
     try:
         return run_comparison(comparison, out_dir, shard=shard, config=gin.operative_config_str(), quiet=quiet,
-                              context=context, plots=plots)
+                              context=context, plots=plots, mode=mode)
     finally:
         distributed.teardown()
 

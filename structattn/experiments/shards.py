@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from structattn.experiments.compare import report
+from structattn.experiments.outputs import COMPARE_OUTPUTS, check_output_folder, clear_outputs
+from structattn.experiments.records import read_manifest, read_records
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -30,21 +32,29 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True) -> list[dict[str, Any]]:
+def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
+          mode: str = "refuse") -> list[dict[str, Any]]:
     """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run).
 
+    Every record is checked against its folder's manifest (fingerprint, declared run indices, run ids and
+    seeds; see :mod:`structattn.experiments.records`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
+    compare outputs, or ``"overwrite"`` them.
+
     Raises:
-        ValueError: directories of different comparisons, or runs missing from every shard.
+        ValueError: directories of different comparisons, a stray record (named by its file), a run in two
+            directories, runs missing from every shard, or a used ``out_dir``.
     """
     manifests, records = [], {}
+    out = Path(out_dir)
     for d in map(Path, dirs):
-        path = d / "comparison.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"{str(d)!r} is not a compare output directory (no comparison.json)")
-        manifests.append((d, json.loads(path.read_text())))
-        for f in sorted((d / "runs").glob("*.json")):
-            record = json.loads(f.read_text())
-            records[record["index"]] = record
+        if out.resolve() == d.resolve():
+            raise ValueError(f"--out {str(out)!r} is one of the directories being merged; give another folder")
+        manifest = read_manifest(d)
+        manifests.append((d, manifest))
+        for index, (path, record) in read_records(d, manifest).items():
+            if index in records:
+                raise ValueError(f"run {index} is in both {str(records[index][0])!r} and {str(path)!r}")
+            records[index] = (path, record)
     first_dir, first = manifests[0]
     for d, m in manifests[1:]:
         if m["fingerprint"] != first["fingerprint"]:
@@ -52,13 +62,16 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True) -
     missing = sorted(set(range(first["runs"])) - set(records))
     if missing:
         raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
-    out = Path(out_dir)
+    used = check_output_folder(out, COMPARE_OUTPUTS, "overwrite" if mode == "overwrite" else "refuse")
+    clear_outputs(out, used, "structattn merge")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.gin").write_text((first_dir / "config.gin").read_text())
+    ordered = [records[k][1] for k in sorted(records)]
+    run_ids = [r["run_id"] for r in ordered]
     (out / "comparison.json").write_text(json.dumps({**first, "shard": None, "indices": sorted(records),
+                                                     "run_ids": run_ids, "seeds": sorted({r["seed"] for r in ordered}),
                                                      "merged_from": [str(d) for d, _ in manifests]}, indent=1))
     (out / "runs").mkdir(exist_ok=True)
-    ordered = [records[k] for k in sorted(records)]
     for r in ordered:
         (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
     report(ordered, out, first["runs"], plots)

@@ -1,0 +1,71 @@
+"""The manifest of a compare folder (``comparison.json``) and the run records it declares (``runs/*.json``).
+
+The manifest names the comparison (``fingerprint``), the number of runs, the shard, and the ``indices``,
+``run_ids`` and ``seeds`` of the runs the folder holds; a record belongs to the folder only when it matches
+them (same fingerprint, a declared index with its run id and seed). Anything else in ``runs/`` is a stray,
+e.g. a record left by an earlier comparison, and is rejected with its file name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from structattn.experiments.run import RunSpec
+
+
+def make_manifest(fingerprint: str, total: int, shard: tuple[int, int] | None,
+                  runs: Sequence[RunSpec]) -> dict[str, Any]:
+    """The ``comparison.json`` of a folder holding ``runs`` (of ``total``) of the comparison ``fingerprint``."""
+    return {"fingerprint": fingerprint, "runs": total, "shard": list(shard) if shard else None,
+            "indices": [r.index for r in runs], "run_ids": [r.run_id for r in runs],
+            "seeds": sorted({r.seed for r in runs})}
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / "comparison.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(folder)!r} is not a compare output directory (no comparison.json)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {err}") from None
+
+
+def record_problem(path: Path, record: Any, manifest: dict[str, Any]) -> str | None:
+    """Why the record in ``path`` does not belong to the folder of ``manifest`` (``None`` when it does)."""
+    if not isinstance(record, dict) or not {"index", "run_id", "seed", "metrics"} <= set(record):
+        return "not a run record (needs index, run_id, seed, metrics)"
+    declared = dict(zip(manifest.get("indices", []), manifest.get("run_ids") or [None] * len(manifest.get("indices", []))))
+    if record["index"] not in declared:
+        return f"run index {record['index']} is not one of this folder's runs {sorted(declared)}"
+    if declared[record["index"]] is not None and declared[record["index"]] != record["run_id"]:
+        return f"run {record['index']} is {declared[record['index']]!r} in comparison.json, not {record['run_id']!r}"
+    if path.stem != record["run_id"]:
+        return f"the file name does not match its run id {record['run_id']!r}"
+    if "seeds" in manifest and record["seed"] not in manifest["seeds"]:
+        return f"seed {record['seed']} is not among the declared seeds {manifest['seeds']}"
+    if "fingerprint" in record and record["fingerprint"] != manifest.get("fingerprint"):
+        return f"it belongs to comparison {record['fingerprint']}, not {manifest.get('fingerprint')}"
+    return None
+
+
+def read_records(folder: Path, manifest: dict[str, Any]) -> dict[int, tuple[Path, dict[str, Any]]]:
+    """``{index: (file, record)}`` of ``folder/runs/*.json``, every one checked against ``manifest``.
+
+    Raises:
+        ValueError: a stray or unreadable record (named by its file).
+    """
+    out: dict[int, tuple[Path, dict[str, Any]]] = {}
+    for path in sorted((folder / "runs").glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{str(path)!r} is not valid JSON: {err}") from None
+        problem = record_problem(path, record, manifest)
+        if problem:
+            raise ValueError(f"{str(path)!r} does not belong to this comparison: {problem}; remove it, or rerun "
+                             "into a fresh folder")
+        out[record["index"]] = (path, record)
+    return out
