@@ -1,4 +1,5 @@
-"""Providers against networkx oracles, hand-written literal cases and the provider contract."""
+"""Providers against networkx oracles and hand-written literal cases (the registry-wide contract is in
+test_provider_contract.py, run through structattn.testing)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from structattn.structures import Document, Sentence, collate, get_provider, provider_names
-from structattn.structures.providers.base import StructureProvider
+from structattn.structures import Document, Sentence, get_provider
 from tests.structures import oracles
 
 SIZES = [1, 2, 3, 7, 16, 40]
@@ -126,41 +126,6 @@ def test_window_batch_keeps_compact_form_and_padding() -> None:
     dense = batch.dense_distance()
     assert (dense[0, 3:] == -1).all() and (dense[0, :, 3:] == -1).all()
     assert dense[0, 0].tolist() == [0, 1, 1, -1, -1]
-
-
-CASES = {
-    "dependency": lambda rng: [oracles.random_sentence(n, rng, f"c{n}") for n in (1, 4, 9)],
-    "semantic": lambda rng: [oracles.random_sentence(n, rng, f"c{n}") for n in (1, 4, 9)],
-    "coreference": lambda rng: [oracles.random_document(rng, f"d{k}") for k in range(3)],
-    "union": lambda rng: [oracles.random_document(rng, f"d{k}") for k in range(3)],
-    "window": lambda rng: [Sentence(["x"] * n, id=str(n)) for n in (1, 4, 9)],
-}
-
-
-@pytest.mark.parametrize("name", provider_names())
-def test_provider_contract(name: str) -> None:
-    assert name in CASES, f"registered provider {name!r} has no contract case in tests/structures/test_providers.py"
-    provider = get_provider(name)
-    assert isinstance(provider, StructureProvider) and provider.name == name
-    items = CASES[name](random.Random(7))
-    batch = provider.batch(items)
-    singles = [provider(x) for x in items]
-    again = collate(singles)
-    for field in ("distance", "adjacency", "token_mask", "is_global"):
-        a, b = getattr(batch, field), getattr(again, field)
-        assert (a is None) == (b is None)
-        if a is not None:
-            assert torch.equal(a, b), field
-    dense = batch.dense_distance()
-    real = batch.token_mask[:, :, None] & batch.token_mask[:, None, :]
-    assert (dense[~real] == -1).all()
-    assert (torch.diagonal(dense, dim1=1, dim2=2)[batch.token_mask] == 0).all()
-    if not batch.directed:
-        assert torch.equal(dense, dense.transpose(1, 2))
-    adjacency = batch.dense_adjacency()
-    assert not adjacency[~real].any()
-    assert torch.diagonal(adjacency, dim1=1, dim2=2)[batch.token_mask].all()
-    assert set(provider.provides) <= batch.fields()
 
 
 def test_unknown_provider_lists_known_names() -> None:

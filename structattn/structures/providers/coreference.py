@@ -45,6 +45,7 @@ class CoreferenceProvider(GraphProvider):
     """
 
     requires = ("coref",)
+    symmetric = True  # undirected graph: distance[i, j] == distance[j, i]
 
     def graph_edges(self, item: Item) -> list[tuple[int, int]]:
         heads = item_heads(item)

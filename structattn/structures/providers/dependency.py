@@ -23,6 +23,7 @@ class DependencyProvider(GraphProvider):
     Distances come from the vectorised tree engine (depth + ancestors), not BFS."""
 
     requires = ("heads",)
+    symmetric = True  # undirected tree / graph: distance[i, j] == distance[j, i]
 
     def graph_edges(self, item: Item) -> list[tuple[int, int]]:
         return [(i, h) for i, h in enumerate(item_heads(item)) if h >= 0]

@@ -25,6 +25,7 @@ class SemanticProvider(GraphProvider):
     add no edge. Adjacency: head-dependent pairs plus self-loops, symmetric."""
 
     requires = ("edges",)
+    symmetric = True  # undirected tree / graph: distance[i, j] == distance[j, i]
 
     def graph_edges(self, item: Item) -> list[tuple[int, int]]:
         return [(e.dependent, e.head) for e in item_edges(item) if e.head >= 0 and e.head != e.dependent]

@@ -42,6 +42,8 @@ class UnionProvider(GraphProvider):
         providers: names, ``(name, options)`` pairs or provider instances; at least one.
     """
 
+    symmetric = True  # union of undirected graphs: distance[i, j] == distance[j, i]
+
     def __init__(self, providers: Sequence[ProviderSpec] = ("dependency", "coreference")) -> None:
         if not providers:
             raise ValueError("union: needs at least one provider")

@@ -33,6 +33,7 @@ class WindowProvider(StructureProvider):
     """
 
     provides = frozenset({"distance", "adjacency", "token_mask", "band", "is_global"})
+    symmetric = True  # |i - j| and global links read the same both ways
 
     def __init__(self, radius: int = 3, dilation: int = 1, global_tokens: Sequence[int] = ()) -> None:
         self.radius = int_option(radius, "radius", "window", minimum=0)
