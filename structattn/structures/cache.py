@@ -12,7 +12,8 @@ Entries are written atomically (a temporary file in the same directory, then ``o
 processes may share one cache directory: a reader sees an old complete entry, a new complete entry, or
 none. Each entry stores its key and a checksum of its content and is verified when read; a truncated,
 corrupt, foreign or otherwise invalid entry is logged as a warning, recomputed and overwritten, never
-trusted. Entries are not fsync'ed: after a power loss an entry may be empty, which is detected as corrupt.
+trusted. An entry path that is a directory (or lies under a file, or cannot be read) is not something the
+cache made or may delete: it raises ``ValueError`` naming the path. Entries are not fsync'ed: after a power loss an entry may be empty, which is detected as corrupt.
 
 Layout: ``ROOT/structures/<provider>/<k[:2]>/<k>.structure`` and
 ``ROOT/annotations/<parser>/<k[:2]>/<k>.annotation``. An entry file is a line with the sha256 (hex) of the
@@ -147,6 +148,8 @@ class _DiskCache:
                 data = handle.read()
         except FileNotFoundError:
             data = None
+        except (IsADirectoryError, NotADirectoryError, PermissionError) as error:
+            raise _unusable(file, error) from None
         value = None
         if data is not None:
             try:
@@ -159,6 +162,18 @@ class _DiskCache:
         else:
             self.hits += 1
         return value
+
+
+def _unusable(file: str, error: OSError) -> ValueError:
+    """The error for an entry path the cache can neither read nor replace (a directory, say)."""
+    if isinstance(error, IsADirectoryError):
+        problem = "is a directory, not a cache entry"
+    elif isinstance(error, NotADirectoryError):
+        problem = "lies under a file where the cache expects a folder"
+    else:
+        problem = f"cannot be read ({error.strerror})"
+    return ValueError(f"structattn cache: {file} {problem}; the cache cannot read or rewrite it. Remove it (or "
+                      "the whole cache folder: entries are recomputed) or use another cache folder")
 
 
 class InvalidEntry(ValueError):

@@ -44,10 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def read_texts(path: Path) -> tuple[list[str], list[str]]:
-    """Non-blank lines of ``path`` and their ids ``L<line>``."""
+    """Non-blank lines of ``path`` and their ids ``L<line>`` (UTF-8; a leading BOM is dropped).
+
+    Raises:
+        ValueError: a missing file, a file that is not UTF-8 (naming the line, byte offset and likely
+            encoding), or one with only blank lines.
+    """
+    from structattn.structures.readers._source import read_utf8
+
     if not path.is_file():
         raise ValueError(f"input file {path} does not exist")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_utf8(path).splitlines()
     pairs = [(line, f"L{n}") for n, line in enumerate(lines, start=1) if line.strip()]
     if not pairs:
         raise ValueError(f"input file {path} has no text (only blank lines)")
