@@ -35,6 +35,13 @@ class Registry(Generic[T]):
 
         return add
 
+    def unregister(self, name: str) -> type[T]:
+        """Remove ``name`` (tests and plugins that registered a temporary entry); returns its class."""
+        try:
+            return self._entries.pop(name)
+        except KeyError:
+            raise ValueError(f"cannot unregister {self.kind} {name!r}: it is not registered") from None
+
     def get(self, name: str) -> type[T]:
         """The class registered under ``name``."""
         try:

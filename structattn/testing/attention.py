@@ -214,8 +214,9 @@ def check_reversal_equivariance(case: AttentionCase) -> None:
 def check_eval_determinism(case: AttentionCase) -> None:
     module, gen = case.build().eval(), case.generator()
     structure, q, k, v, hidden = case.inputs(module, gen, torch.float32)
-    a, b = call(module, q, k, v, structure, hidden), call(module, q, k, v, structure, hidden)
-    expect(torch.equal(a, b), f"two eval calls differ by up to {float((a - b).abs().max()):.3g}")
+    a, b = (call(module, q, k, v, structure, hidden).detach() for _ in range(2))
+    if not torch.equal(a, b):
+        raise AssertionError(f"two eval calls differ by up to {float((a - b).abs().max()):.3g}")
 
 
 def check_parameter_gradients(case: AttentionCase) -> None:
