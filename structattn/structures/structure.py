@@ -23,12 +23,19 @@ class Structure:
     """Pairwise structure over tokens.
 
     Dense fields (``distance``, ``adjacency``) have shape ``(n, n)`` for one sentence or ``(b, n, n)`` for a
-    batch. A window structure may instead keep its compact form (``window_radius``, ``dilation``,
-    ``is_global``); reading :attr:`distance` or :attr:`adjacency` then materialises the dense tensor.
+    batch. A window structure keeps only its compact form instead (``window_radius``, ``dilation``,
+    ``is_global``): its ``distance`` and ``adjacency`` attributes are ``None``, and
+    :meth:`dense_distance` / :meth:`dense_adjacency` (or :meth:`materialise`, a copy with both filled in)
+    build the ``n x n`` tensors on request. Reading the attributes never builds them, so code that only
+    needs the band (``local_global``) stays linear in ``n``; code that needs a dense distance from any
+    structure calls :meth:`dense_distance`. :meth:`fields` lists ``distance`` / ``adjacency`` for a window
+    (they can be derived), which is what attention variants check.
 
     Attributes:
-        distance: integer hops, ``distance[i, i] == 0``, ``-1`` where unreachable or padding.
-        adjacency: bool, self-loops on, ``False`` on padding.
+        distance: integer hops, ``distance[i, i] == 0``, ``-1`` where unreachable or padding; ``None`` for
+            the compact window form (see :meth:`dense_distance`).
+        adjacency: bool, self-loops on, ``False`` on padding; ``None`` when not stored (see
+            :meth:`dense_adjacency`).
         token_mask: bool ``(n)`` / ``(b, n)``, ``True`` on real tokens.
         window_radius: band radius in tokens (compact window form), or ``None``.
         dilation: gap between attended positions inside the band.
@@ -112,7 +119,11 @@ class Structure:
             )
 
     def dense_distance(self) -> torch.Tensor:
-        """The distance tensor, materialised from the window form when not stored (not cached)."""
+        """The dense distance: the stored one, or built from the window form (``n x n``, not cached).
+
+        Shapes:
+            ``(n, n)`` or ``(b, n, n)``.
+        """
         if self.distance is not None:
             return self.distance
         if self.window_radius is None:
