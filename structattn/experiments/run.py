@@ -7,13 +7,16 @@ The pieces (:func:`prepare_data`, :func:`build_model`, :func:`execute`) are shar
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
+from structattn import plugins
 from structattn.experiments.inspect import bias_records, heatmap_record
+from structattn.experiments.provenance import Stopwatch, data_checksum, environment
 from structattn.experiments.results import slug
 from structattn.tasks.base import Item, Task, get_task
 from structattn.structures.cache import StructureCache
@@ -75,6 +78,7 @@ class PreparedData:
     items: dict[str, list[Item]]
     examples: dict[str, list[Example]]
     baseline: float | None
+    checksum: str = ""  #: :func:`structattn.experiments.provenance.data_checksum` of ``items``
 
 
 def plan_structures(plan: str, model: EncoderConfig) -> set[str]:
@@ -120,18 +124,24 @@ def prepare_data(task: Task, providers: Mapping[str, StructureProvider], vocab_o
                  cache_dir: str | None = None) -> PreparedData:
     """Load the task's splits (unless ``items`` are given), build the vocabulary on train (unless given),
     encode every split once (structures through the disk cache at ``cache_dir`` when given)."""
+    if task.output == "sequence":  # translation tasks: structattn.experiments.translation
+        from structattn.experiments.translation import prepare_translation
+        return prepare_translation(task, providers, vocab_options, quiet, vocab, items, cache_dir)  # type: ignore[return-value]
     items = items if items is not None else task.splits()
     vocab = vocab or make_vocab(items["train"], task, vocab_options)
     cache = None if cache_dir is None else StructureCache(cache_dir)
     examples = {split: encode_items(xs, task, vocab, providers, quiet=quiet, desc=f"preprocess {split}", cache=cache)
                 for split, xs in items.items()}
     baseline = task.baseline([e.label for e in examples["train"]], [e.label for e in examples.get("test", [])])
-    return PreparedData(task, vocab, items, examples, baseline)
+    return PreparedData(task, vocab, items, examples, baseline, data_checksum(items))
 
 
 def build_model(task: Task, vocab_size: int, plan: str, model: EncoderConfig,
                 providers: Mapping[str, StructureProvider]) -> TaskModel:
     """Encoder (plan checked against the providers' fields) plus the task's head."""
+    if task.output == "sequence":  # translation tasks: structattn.experiments.translation
+        from structattn.experiments.translation import build_translation_model
+        return build_translation_model(task, vocab_size, vocab_size, plan, model, providers)  # type: ignore[return-value]
     fields = {name: p.provides for name, p in providers.items()}
     encoder = build_encoder(model, plan, vocab_size, fields)
     return TaskModel(encoder, make_head(task.output, model.d_model, task.num_labels, model.dropout))
@@ -141,14 +151,18 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
             context: Distributed = Distributed(), quiet: bool = False, config: str = "",
             resume: Path | None = None) -> dict[str, Any]:
     """Train and evaluate one run; return its record (JSON-ready), checkpoints under ``out_dir``."""
-    start = time.perf_counter()
+    if data.task.output == "sequence":  # translation tasks: structattn.experiments.translation
+        from structattn.experiments.translation import execute_translation
+        return execute_translation(spec, setup, data, out_dir=out_dir, context=context, quiet=quiet, config=config, resume=resume)
+    start, watch = time.perf_counter(), Stopwatch()
     seed_everything(spec.seed)
     names = plan_structures(spec.plan, setup.model)
     providers = make_providers(names, setup.structures)
     model = build_model(data.task, len(data.vocab), spec.plan, setup.model, providers)
     meta = {"task": spec.task, "task_options": _plain(data.task.options()), "plan": spec.plan,
             "structures": {n: setup.structures.get(n, n) for n in names},
-            "model": setup.model.to_dict(), "vocab": data.vocab.to_dict(), "seed": spec.seed, "run_id": spec.run_id}
+            "model": setup.model.to_dict(), "vocab": data.vocab.to_dict(), "seed": spec.seed, "run_id": spec.run_id,
+            "data_sha256": data.checksum, "plugins": plugins.loaded()}
     trainer = Trainer(model, setup.training, data.task.output, seed=spec.seed, context=context, quiet=quiet,
                       checkpoint_dir=None if out_dir is None else out_dir / "checkpoints",
                       checkpoint_extra={"config": config, "meta": meta}, run_id=spec.run_id)
@@ -166,7 +180,15 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
             "history": result.history, "best_step": result.best_step, "steps": result.steps,
             "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
             "bias": bias_records(model), "heatmap": heatmap_record(model, data, view["test"], context.device),
-            "time_s": time.perf_counter() - start}
+            "time_s": time.perf_counter() - start, "provenance": run_provenance(spec, data, watch)}
+
+
+def run_provenance(spec: RunSpec, data: PreparedData, watch: Stopwatch) -> dict[str, Any]:
+    """The environment of a run (:func:`structattn.experiments.provenance.environment`), its start and wall
+    time, and its data: the task spec, the items per split and their checksum."""
+    counts = {split: len(items) for split, items in data.items.items()}
+    return {**environment(), **watch.fields(),
+            "data": {"task": spec.task, "items": counts, "sha256": data.checksum}}
 
 
 def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool = False) -> dict[str, float]:
@@ -175,6 +197,7 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     missing = sorted({"task", "plan", "structures", "model", "vocab"} - set(meta))
     if missing:
         raise ValueError(f"the checkpoint does not say how to rebuild its model (meta lacks {missing})")
+    plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
     task = make_task(meta["task"])
     recorded = meta.get("task_options")  # absent from checkpoints written before it was recorded
     if recorded is not None and _plain(task.options()) != recorded:
@@ -188,12 +211,22 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     items = task.splits()
     if split not in items:
         raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
+    _warn_on_changed_data(meta, items)
     vocab = Vocab.from_dict(meta["vocab"])
     config = EncoderConfig(**meta["model"])
     model = build_model(task, len(vocab), meta["plan"], config, providers)
     model.load_state_dict(data["model"])
     examples = encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
     return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
+
+
+def _warn_on_changed_data(meta: Mapping[str, Any], items: Mapping[str, list[Item]]) -> None:
+    """One line on stderr when the task's data now hashes differently from what the run trained on."""
+    recorded = meta.get("data_sha256")
+    now = data_checksum(items)
+    if recorded and recorded != now:
+        print(f"structattn: warning: the data of task {meta['task']!r} changed since run {meta.get('run_id', '?')}: "
+              f"sha256 {recorded[:16]} when trained, {now[:16]} now", file=sys.stderr)
 
 
 def _plain(options: Mapping[str, Any]) -> dict[str, Any]:
