@@ -1,0 +1,331 @@
+"""``structattn probe``: per-layer structural probes and per-head attention trees of a Hugging Face encoder.
+
+    structattn probe MODEL_DIR --treebank FILE.conllu --out DIR
+        [--probes structural_distance,structural_depth,tree_induction] [--layers all] [--no-control]
+
+For each layer of MODEL (a local HF directory with its tokenizer, plain or saved by an attached model) and,
+with ``--control`` (default), of the same architecture with random weights:
+
+* ``structural_distance`` / ``structural_depth``: Hewitt & Manning probes (``structattn.probes.structural``)
+  fit on the frozen states of the train split (each word read at its first sub-token; layer 0 is the
+  embedding output, layer l the output of layer l) and scored on the held-out split: ``uuas``, ``spearman``
+  / ``root_acc``, ``spearman`` (punctuation excluded from decoding, as in the paper).
+* ``tree_induction``: maximum spanning trees of each head's word-level attention on the held-out split
+  (``structattn.probes.tree_induction``; attention pooled from sub-words by summing a word's pieces as keys
+  and averaging them as queries, Clark et al. 2019; layer l is the attention inside layer l, 1-based),
+  punctuation excluded, with the random-tree and right-branching baselines.
+
+Writes ``probe.csv`` (``model,layer,head,probe,metric,value``), ``probe.md`` and ``probe.png``.
+The same numbers come from :func:`probe_model` in Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import random
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from structattn.hf.attach import CONFIG_KEY, attach
+from structattn.hf.collator import StructureCollator
+from structattn.hf.interface import register
+from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
+from structattn.probes import structural, tree_induction
+from structattn.progress import progress_disabled
+from structattn.structures.sentence import Sentence
+
+PROBES = ("structural_distance", "structural_depth", "tree_induction")
+COLUMNS = ("model", "layer", "head", "probe", "metric", "value")
+_METRICS = {"structural_distance": ("uuas", "spearman"), "structural_depth": ("root_acc", "spearman")}
+
+
+def probe_model(
+    model: Any,
+    tokenizer: Any,
+    sentences: Sequence[Sentence],
+    probes: Sequence[str] = PROBES,
+    layers: Sequence[int] | None = None,
+    name: str = "model",
+    test_fraction: float = 0.25,
+    epochs: int = 30,
+    seed: int = 0,
+    batch_size: int = 16,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Probe ``model`` (an HF encoder, attached or not) on ``sentences``; rows with the columns of ``probe.csv``.
+
+    Args:
+        layers: layers to probe (``None``: all; 0 is the embeddings, for the structural probes only).
+        test_fraction: share of sentences held out (seeded shuffle) for scoring.
+        epochs, seed: probe training (``structural.fit_probe``).
+
+    Raises:
+        ValueError: an unknown probe, too few sentences for a split, or a sentence the tokenizer cannot
+            align (named by the collator).
+    """
+    unknown = sorted(set(probes) - set(PROBES))
+    if unknown:
+        raise ValueError(f"unknown probes {unknown}; choose from {list(PROBES)}")
+    train, test = split(sentences, test_fraction, seed)
+    states, attentions = encode(model, tokenizer, train + test, batch_size, progress)
+    num_layers = len(states) - 1
+    chosen = list(range(num_layers + 1)) if layers is None else list(layers)
+    bad = [l for l in chosen if not 0 <= l <= num_layers]
+    if bad:
+        raise ValueError(f"layers {bad} outside 0..{num_layers} ({num_layers} layers; 0 is the embeddings)")
+    rows: list[dict[str, Any]] = []
+    for layer in tqdm(chosen, desc=f"probe {name}", disable=not progress):
+        for probe in (p for p in probes if p in _METRICS):
+            rows += _structural(probe, states[layer], train, test, layer, name, epochs, seed)
+        if "tree_induction" in probes and layer >= 1:
+            rows += _trees(attentions[layer - 1][len(train):], test, layer, name, seed)
+    return rows
+
+
+def split(sentences: Sequence[Sentence], test_fraction: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
+    """A seeded shuffle cut into (train, held-out test)."""
+    order = list(range(len(sentences)))
+    random.Random(seed).shuffle(order)
+    cut = len(order) - max(1, round(test_fraction * len(order)))
+    if not 0 < test_fraction < 1 or cut < 1:
+        raise ValueError(f"need 0 < test_fraction < 1 and at least 2 sentences; got {test_fraction}, {len(sentences)}")
+    return [sentences[i] for i in order[:cut]], [sentences[i] for i in order[cut:]]
+
+
+@torch.no_grad()
+def encode(model: Any, tokenizer: Any, sentences: Sequence[Sentence], batch_size: int = 16,
+           progress: bool = True) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Word-level states per layer (embeddings first) and word-level attention per layer, end-padded.
+
+    Shapes:
+        returns states[l] (s, w, d) and attentions[l] (s, h, w, w), s sentences, w their most words.
+    """
+    collator = StructureCollator(tokenizer, providers=_providers(model), max_length=_max_tokens(model, tokenizer))
+    states: list[list[torch.Tensor]] = []
+    attentions: list[list[torch.Tensor]] = []
+    with _eager(model):
+        for chunk in tqdm(list(_chunks(sentences, batch_size)), desc="encode", disable=not progress, leave=False):
+            encoded = collator.encode(chunk)
+            out = model.base_model(**encoded.batch, output_hidden_states=True, output_attentions=True)
+            pieces = piece_matrix(encoded.word_ids, encoded.batch["input_ids"].shape[1])
+            states.append([first_piece_states(h, pieces) for h in out.hidden_states])
+            attentions.append([word_attention(a, pieces) for a in out.attentions])
+    return [_pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
+        [_pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
+
+
+def random_control(model: Any, seed: int = 0) -> Any:
+    """The same architecture (and attention plan) with freshly initialised weights."""
+    config = copy.deepcopy(model.config)
+    saved = getattr(config, CONFIG_KEY, None)
+    if saved:
+        delattr(config, CONFIG_KEY)
+    torch.manual_seed(seed)
+    control = type(model)(config).eval()
+    if saved:
+        attach(control, saved["plan"], structure_fields=saved.get("structure_fields"))
+    return control
+
+
+def _structural(probe: str, states: torch.Tensor, train: list[Sentence], test: list[Sentence], layer: int,
+                name: str, epochs: int, seed: int) -> list[dict[str, Any]]:
+    cls = structural.DistanceProbe if probe == "structural_distance" else structural.DepthProbe
+    fitted = cls(states.shape[-1], rank=states.shape[-1])
+    mask = _word_mask(train + test, states.shape[1])
+    k = len(train)
+    structural.fit_probe(fitted, states[:k], mask[:k], train, epochs=epochs, seed=seed, progress=False)
+    scores = structural.evaluate(fitted, states[k:], mask[k:], test)
+    return [_row(name, layer, "", probe, m, scores[m]) for m in _METRICS[probe]]
+
+
+def _trees(attention: torch.Tensor, test: list[Sentence], layer: int, name: str, seed: int) -> list[dict[str, Any]]:
+    rows = tree_induction.tree_induction_uuas(attention, test, exclude_punct=True, seed=seed)
+    out = [_row(name, layer, r["head"], "tree_induction", "uuas", r["uuas"]) for r in rows]
+    out.append(_row(name, layer, "", "tree_induction", "best_head_uuas", max(r["uuas"] for r in rows)))
+    for base in ("random_baseline", "right_branching_baseline"):
+        out.append(_row(name, layer, "", "tree_induction", base, rows[0][base]))
+    return out
+
+
+def _row(name: str, layer: int, head: int | str, probe: str, metric: str, value: float) -> dict[str, Any]:
+    return {"model": name, "layer": layer, "head": head, "probe": probe, "metric": metric, "value": float(value)}
+
+
+def _word_mask(sentences: Sequence[Sentence], words: int) -> torch.Tensor:
+    return torch.arange(words)[None, :] < torch.tensor([len(s) for s in sentences])[:, None]
+
+
+def _pad_cat(parts: list[torch.Tensor]) -> torch.Tensor:
+    """Concatenate along the batch, zero-padding every trailing word axis to the longest."""
+    size = max(p.shape[-2] for p in parts)
+    padded = []
+    for p in parts:
+        extra = size - p.shape[-2]
+        pad = (0, 0, 0, extra) if p.dim() == 3 else (0, extra, 0, extra)
+        padded.append(torch.nn.functional.pad(p, pad))
+    return torch.cat(padded)
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start:start + size])
+
+
+def _providers(model: Any) -> dict[str, str]:
+    saved = getattr(model.config, CONFIG_KEY, None) or {}
+    return {name: name for name in saved.get("structure_fields", {})}
+
+
+def _max_tokens(model: Any, tokenizer: Any) -> int:
+    limit = int(model.config.max_position_embeddings)
+    if model.config.model_type in ("roberta", "xlm-roberta", "camembert"):
+        limit -= model.config.pad_token_id + 1  # positions start after the padding index
+    own = getattr(tokenizer, "model_max_length", None)
+    return min(limit, int(own)) if own is not None and own < 10**9 else limit
+
+
+class _eager:
+    """Run ``model`` with eager attention (so every layer returns its weights), then restore its setting."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.before = model, model.config._attn_implementation
+
+    def __enter__(self) -> None:
+        structattn_layers = self.before is not None and self.before.startswith("structattn_")
+        self.model.set_attn_implementation(register("eager") if structattn_layers else "eager")
+        self.training = self.model.training
+        self.model.eval()
+
+    def __exit__(self, *exc: object) -> None:
+        self.model.set_attn_implementation(self.before)
+        self.model.train(self.training)
+
+
+# -- outputs ---------------------------------------------------------------------------------------------------
+
+def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> list[Path]:
+    """``probe.csv``, ``probe.md`` and ``probe.png`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "probe.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "probe.md").write_text(markdown(rows))
+    return [out / "probe.csv", out / "probe.md", plot(rows, out / "probe.png")]
+
+
+def _layer_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[tuple[str, int], dict[str, float]]]:
+    """Layer-level metrics (head-level rows dropped) as columns ``probe:metric``, keyed by (model, layer)."""
+    columns: list[str] = []
+    table: dict[tuple[str, int], dict[str, float]] = {}
+    for r in rows:
+        if r["head"] != "":
+            continue
+        column = f"{r['probe'].replace('structural_', '')}:{r['metric']}"
+        if column not in columns:
+            columns.append(column)
+        table.setdefault((r["model"], r["layer"]), {})[column] = r["value"]
+    return columns, table
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """One row per model and layer, one column per layer-level metric."""
+    columns, table = _layer_table(rows)
+    lines = ["| model | layer | " + " | ".join(columns) + " |", "|---|---:|" + "---:|" * len(columns)]
+    for (name, layer), values in table.items():
+        cells = [f"{values[c]:.3f}" if c in values else "" for c in columns]
+        lines.append(f"| {name} | {layer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """One panel per layer-level metric, value against layer, one line per model (baselines dotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns, table = _layer_table(rows)
+    shown = [c for c in columns if "baseline" not in c]
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 3.2), squeeze=False)
+    for ax, column in zip(axes[0], shown):
+        for name in dict.fromkeys(m for m, _ in table):
+            points = sorted((layer, v[column]) for (m, layer), v in table.items() if m == name and column in v)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        if column.startswith("tree_induction"):
+            for base, style in (("random_baseline", ":"), ("right_branching_baseline", "--")):
+                values = [v[f"tree_induction:{base}"] for v in table.values() if f"tree_induction:{base}" in v]
+                if values:
+                    ax.axhline(values[0], color="grey", ls=style, lw=1, label=base.replace("_", " "))
+        ax.set_title(column)
+        ax.set_xlabel("layer")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# -- command ---------------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="structattn probe", description="Structural probes and attention trees per layer "
+                                "of a Hugging Face encoder, against a random-weight control.")
+    p.add_argument("model", help="a local HF model directory with its tokenizer")
+    p.add_argument("--treebank", required=True, help="a CoNLL-U file with gold trees (and UPOS)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--probes", default=",".join(PROBES), help=f"comma list from {','.join(PROBES)}")
+    p.add_argument("--layers", default="all", help="'all', or layers like 0,2,4 or 1-3 (0 = embeddings)")
+    p.add_argument("--control", action=argparse.BooleanOptionalAction, default=True,
+                   help="also probe the same architecture with random weights (default on)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
+    p.add_argument("--test-fraction", type=float, default=0.25)
+    p.add_argument("--epochs", type=int, default=30, help="probe training epochs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
+    return p
+
+
+def parse_layers(text: str) -> list[int] | None:
+    """``"all"`` -> ``None``; ``"0,2-4"`` -> ``[0, 2, 3, 4]``."""
+    if text.strip() == "all":
+        return None
+    layers: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            layers.extend(range(int(first), int(last if dash else first) + 1))
+        except ValueError:
+            raise ValueError(f"--layers {text!r}: use 'all' or i, i-j, comma-separated") from None
+    return layers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from transformers import AutoTokenizer
+
+    from structattn.hf.loading import from_pretrained
+    from structattn.structures.readers import read_conllu
+
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
+    sentences = read_conllu(Path(args.treebank))[: args.limit]
+    model = from_pretrained(args.model).eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    options = dict(probes=[p.strip() for p in args.probes.split(",") if p.strip()], layers=parse_layers(args.layers),
+                   test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
+                   progress=not progress_disabled(args.quiet))
+    rows = probe_model(model, tokenizer, sentences, name=Path(args.model).name, **options)
+    if args.control:
+        rows += probe_model(random_control(model, args.seed), tokenizer, sentences, name="random control", **options)
+    write_outputs(rows, out)
+    print((out / "probe.md").read_text())
+    print(f"wrote {out}/: probe.csv, probe.md, probe.png")
+    return 0
