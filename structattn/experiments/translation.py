@@ -13,6 +13,7 @@ other task. Records carry the same keys as classification records:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ class TranslationData:
     items: dict[str, list[Item]]
     examples: dict[str, list[PairExample]]
     baseline: float | None = None
+    checksum: str = ""  #: :func:`structattn.experiments.provenance.data_checksum` of ``items``
 
 
 def make_vocabs(task: TranslationTask, train: list[Item], options: Mapping[str, Any]) -> tuple[Vocab, Vocab]:
@@ -78,7 +80,9 @@ def prepare_translation(task: TranslationTask, providers: Mapping[str, Structure
         encoded = encode_items(xs, task, vocab, providers, quiet=quiet, desc=f"preprocess {split}", cache=cache)
         examples[split] = [PairExample(e.input_ids, e.structures, target.encode(task.label(x))[0], e.id)
                            for e, x in zip(encoded, xs)]
-    return TranslationData(task, vocab, target, items, examples)
+    from structattn.experiments.provenance import data_checksum
+
+    return TranslationData(task, vocab, target, items, examples, checksum=data_checksum(items))
 
 
 def build_translation_model(task: TranslationTask, source_size: int, target_size: int, plan: str, model: EncoderConfig,
@@ -122,8 +126,7 @@ def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, 
     names = plan_structures(spec.plan, setup.model)
     providers = make_providers(names, setup.structures)
     model = build_translation_model(data.task, len(data.vocab), len(data.target_vocab), spec.plan, setup.model, providers)
-    view = TranslationData(data.task, data.vocab, data.target_vocab, data.items,
-                           {k: [_only(e, names) for e in xs] for k, xs in data.examples.items()})
+    view = dataclasses.replace(data, examples={k: [_only(e, names) for e in xs] for k, xs in data.examples.items()})
     dev_score = lambda m: score_translations(m, view, "dev", beam=1, device=context.device)[0]["bleu"]  # noqa: E731
     trainer = Seq2SeqTrainer(model, setup.training, label_smoothing=data.task.seq2seq.label_smoothing, seed=spec.seed,
                              device=context.device, dev_score=dev_score, quiet=quiet,
