@@ -1,0 +1,124 @@
+"""Benchmark: forward + backward of a Hugging Face BERT with structattn attached, against the same model unattached.
+
+    python benchmarks/hf_attach.py                 # n = 128 (b = 8) and n = 512 (b = 2), 1 and 2 threads
+    python benchmarks/hf_attach.py --threads 1     # one thread count
+    python benchmarks/hf_attach.py --quick         # smoke run: a 2-layer width-32 model, n = 16, 2 rounds
+
+The model: a random ``BertModel`` (4 layers, width 512, 8 heads, ffn 2048, sdpa attention, dropout 0.1) in
+training mode. One step: forward on a batch of b sentences of n tokens (one padded row: n - 7 real tokens),
+a squared-hidden loss and ``backward()``. Each plan is attached to a copy of the same weights through
+``structattn.hf.attach`` (``soft_bias(dependency)`` on every layer, ``hard_mask(dependency, radius=2)`` on
+every layer); structures (one random recursive tree per sentence through the ``dependency`` provider) are
+built once beforehand, as a data pipeline does. Timed in one process in interleaved rounds (plain, attached,
+plain, ...); a figure is the best round and the ratio is best / best.
+
+Goal: soft_bias on every layer <= 1.15x the plain model at n = 128 and n = 512.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import time
+from collections.abc import Callable
+
+import torch
+
+from structattn.hf import attach
+from structattn.structures import Sentence, get_provider
+
+PLANS = {"soft_bias": "soft_bias(dependency)", "hard_mask": "hard_mask(dependency, radius=2)"}
+GOAL = {"soft_bias": 1.15}
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def random_heads(n: int, gen: torch.Generator) -> list[int]:
+    """A random recursive tree: token t hangs under a uniformly chosen earlier token (shuffled positions)."""
+    order = torch.randperm(n, generator=gen).tolist()
+    heads = [-1] * n
+    for t in range(1, n):
+        heads[order[t]] = order[int(torch.randint(t, (1,), generator=gen))]
+    return heads
+
+
+def make_inputs(b: int, n: int, vocab: int, gen: torch.Generator) -> dict:
+    lengths = [n] * (b - 1) + [n - 7]
+    sentences = [Sentence([f"w{i}" for i in range(m)], heads=random_heads(m, gen), id=f"s{k}") for k, m in enumerate(lengths)]
+    attention_mask = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    return {"input_ids": torch.randint(5, vocab, (b, n), generator=gen), "attention_mask": attention_mask.long(),
+            "structures": {"dependency": get_provider("dependency").batch(sentences)}}
+
+
+def make_model(quick: bool, vocab: int):
+    from transformers import BertConfig, BertModel
+
+    sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64) if quick else \
+        dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048)
+    torch.manual_seed(0)
+    return BertModel(BertConfig(vocab_size=vocab, max_position_embeddings=512, attn_implementation="sdpa", **sizes)).train()
+
+
+def step(model, batch: dict) -> Callable[[], None]:
+    plain = {k: v for k, v in batch.items() if k != "structures"}
+    inputs = batch if model.config._attn_implementation.startswith("structattn_") else plain
+
+    def run() -> None:
+        model.zero_grad(set_to_none=True)
+        model(**inputs).last_hidden_state.square().mean().backward()
+
+    return run
+
+
+def best_pair(base: Callable[[], None], other: Callable[[], None], rounds: int, clock) -> tuple[float, float]:
+    def timed(fn: Callable[[], None]) -> float:
+        start = clock()
+        fn()
+        return clock() - start
+
+    timed(base), timed(other)  # warm-up
+    pairs = [(timed(base), timed(other)) for _ in range(rounds)]
+    return min(p[0] for p in pairs), min(p[1] for p in pairs)
+
+
+def run(threads: int, clock_name: str, quick: bool, rounds: int) -> list[dict]:
+    torch.set_num_threads(threads)
+    vocab, rows = 1000, []
+    plain = make_model(quick, vocab)
+    for b, n in [(2, 16)] if quick else [(8, 128), (2, 512)]:
+        batch = make_inputs(b, n, vocab, torch.Generator().manual_seed(n))
+        for name, plan in PLANS.items():
+            attached = attach(copy.deepcopy(plain), plan)
+            t_plain, t_plan = best_pair(step(plain, batch), step(attached, batch), rounds, CLOCKS[clock_name])
+            rows.append({"threads": threads, "clock": clock_name, "b": b, "n": n, "plan": name, "plain_ms": 1e3 * t_plain,
+                         "plan_ms": 1e3 * t_plan, "ratio": t_plan / t_plain, "goal": None if quick else GOAL.get(name)})
+            print(_row(rows[-1]), flush=True)
+    return rows
+
+
+def _row(r: dict) -> str:
+    verdict = "" if r["goal"] is None else (" met" if r["ratio"] <= r["goal"] else " MISSED") + f" (goal <= {r['goal']}x)"
+    return (f"| {r['threads']} | {r['clock']} | {r['b']} | {r['n']} | {r['plan']} | {r['plain_ms']:.1f} | "
+            f"{r['plan_ms']:.1f} | {r['ratio']:.2f}x{verdict} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2], help="torch intra-op threads (default: 1 2)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default=None,
+                        help="cpu (process CPU time; meaningful at 1 thread) or wall; default: cpu at 1 thread, wall at 2")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per cell (default 5)")
+    parser.add_argument("--quick", action="store_true", help="smoke run on a tiny model")
+    args = parser.parse_args()
+    import transformers
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {platform.processor() or platform.machine()}, "
+          "HF BertModel forward + backward, attached vs plain")
+    print("| threads | clock | b | n | plan (every layer) | plain ms | attached ms | attached / plain |")
+    print("|---|---|---|---|---|---|---|---|")
+    for threads in args.threads:
+        run(threads, args.clock or ("cpu" if threads == 1 else "wall"), args.quick, 2 if args.quick else args.rounds)
+
+
+if __name__ == "__main__":
+    main()
