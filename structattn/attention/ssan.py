@@ -18,6 +18,10 @@ from structattn.attention.ssan_kernels import SelectiveAttention
 from structattn.structures.structure import Structure
 
 
+SOFT_MODES = ("ours", "original")
+PENALTY_FORMS = ("mean_probability", "original")
+
+
 def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
     """An explicit generator; an int is a seed; ``None`` draws a seed from the global RNG (like weight init)."""
     if isinstance(generator, torch.Generator):
@@ -33,20 +37,40 @@ def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
 class SelectiveSelfAttention(StructuredAttention):
     """Selective self-attention: a policy network picks, per head and query, the keys to attend to.
 
-    Selector (per head, from the layer input ``H``): ``E = (H W_Q')(H W_K')^T`` (no scaling). Training samples
-    a Gumbel-Sigmoid ``p = sigmoid((E + G' - G'') / tau)`` (``G', G''`` independent Gumbel(0, 1); their
-    difference is drawn as one standard logistic variate from :attr:`generator`, see :meth:`_noise`) and
-    selects ``p > threshold``; the forward pass is exactly 0/1 and the backward pass goes through ``p``
-    (straight-through). Evaluation drops the noise (``sigmoid(E / tau) > threshold``,
-    i.e. ``sigmoid(E) > 0.5`` at the default threshold). ``soft=True`` uses ``p`` itself as the selection.
-    Attention is a softmax over the selected keys only::
+    Selector (per head, from the layer input ``H``): ``E = (H W_Q' + b_Q')(H W_K' + b_K')^T`` (no scaling;
+    the biases only with ``policy_bias=True``). Training samples a Gumbel-Sigmoid
+    ``p = sigmoid((E + G' - G'') / tau)`` (``G', G''`` independent Gumbel(0, 1); their difference is drawn as
+    one standard logistic variate from :attr:`generator`, see :meth:`_noise`) and selects ``p > threshold``;
+    the forward pass is exactly 0/1 and the backward pass goes through ``p`` (straight-through). Evaluation
+    drops the noise (``sigmoid(E / tau) > threshold``, i.e. ``sigmoid(E) > 0.5`` at the default threshold).
+    ``soft=True`` uses a probability itself as the selection (see ``soft_mode``). Attention is a softmax over
+    the selected keys only::
 
         alpha_ij = sel_ij exp(s_ij - m_i) / sum_k sel_ik exp(s_ik - m_i),   s = q k^T / sqrt(d) (+ bias)
 
     (``m_i`` any per-row shift: it cancels; see ``ssan_kernels.SelectiveAttention`` for the one used), so
     gradients reach the policy through ``sel``. Padding keys are never selected. A query row with nothing
-    selected outputs zeros (and an all-zero weight row) and passes no gradient. After each call, :attr:`last_selection_rate` holds the fraction of real
-    (query, key) pairs whose selection probability exceeded ``threshold``.
+    selected outputs zeros (and an all-zero weight row) and passes no gradient. After each call,
+    :attr:`last_selection_rate` holds the fraction of real (query, key) pairs whose selection probability
+    exceeded ``threshold``.
+
+    Ours vs the original (Geng et al. 2020, the authors' TensorFlow code, ``thumt/layers/rlattention.py``);
+    the defaults are ours, each original behaviour is one option:
+
+    ========================  =====================================  =====================================
+    aspect                    ours (default)                         original (option)
+    ========================  =====================================  =====================================
+    hard selection            ``sigmoid((E + L) / tau) > t``, ST      the same (RelaxedBernoulli(0.5), > 0.5)
+    soft selection, training  ``sigmoid((E + L) / tau)`` (noisy)      ``sigmoid(E)``: ``soft_mode="original"``
+    soft selection, eval      ``sigmoid(E / tau)`` (soft)             hard ``sigmoid(E / tau) > t``
+    policy projections        no bias                                ``policy_bias=True``
+    penalty                   ``mean P(select)`` over real pairs     ``penalty_form="original"``: selections
+                                                                     summed over heads and keys, averaged
+                                                                     over real queries
+    entropy term              none (``entropy_weight=0``)            ``entropy_weight * mean(-H(sigmoid E))``
+    softmax                   max-subtracted, exact                  ``exp(s) * sel / (sum + 1e-6)`` (kept
+                                                                     ours: the original overflows)
+    ========================  =====================================  =====================================
 
     Args:
         num_heads: h.
@@ -54,8 +78,17 @@ class SelectiveSelfAttention(StructuredAttention):
         d_model: width of ``hidden`` (default ``num_heads * head_dim``).
         temperature: tau of the Gumbel-Sigmoid (> 0).
         threshold: selection threshold on ``p``, in (0, 1).
-        soft: use the (sampled) sigmoid itself instead of the hard selection.
-        selection_penalty: weight of :meth:`penalty` (mean selection probability) in the training loss.
+        soft: use a selection probability itself instead of the hard selection.
+        soft_mode: with ``soft=True``: ``"ours"`` (default: the noisy ``sigmoid((E + L) / tau)`` in training,
+            ``sigmoid(E / tau)`` at evaluation) or ``"original"`` (``sigmoid(E)``, no noise nor temperature, in
+            training; the hard selection at evaluation).
+        policy_bias: give the policy projections a bias (the original's ``linear(..., bias=True)``).
+        selection_penalty: weight of the selection term of :meth:`penalty` in the training loss.
+        penalty_form: ``"mean_probability"`` (default: mean of ``P(select)`` over real pairs, in closed form)
+            or ``"original"`` (the sampled selections summed over heads and real keys, averaged over real
+            queries; straight-through gradient; the original counts padded keys too, we do not).
+        entropy_weight: weight of the original's entropy term in :meth:`penalty`: the mean over heads and
+            real keys, then over real queries, of ``-H(sigmoid(E))`` (its ``nce``); any sign, default 0.
         generator: a ``torch.Generator`` or an int seed for the noise (``None`` seeds one from the global RNG).
             The noise is drawn on the generator's device and moved to the input's.
         structure_bias: ``"soft_bias"`` (any registered variant with a ``bias(structure, dtype)`` method)
@@ -78,7 +111,11 @@ class SelectiveSelfAttention(StructuredAttention):
         temperature: float = 0.5,
         threshold: float = 0.5,
         soft: bool = False,
+        soft_mode: str = "ours",
+        policy_bias: bool = False,
         selection_penalty: float = 0.0,
+        penalty_form: str = "mean_probability",
+        entropy_weight: float = 0.0,
         generator: torch.Generator | int | None = None,
         structure_bias: str | None = None,
         structure_bias_options: dict[str, Any] | None = None,
@@ -90,17 +127,30 @@ class SelectiveSelfAttention(StructuredAttention):
                 f"ssan: need d_model >= 1, temperature > 0, 0 < threshold < 1, selection_penalty >= 0; got "
                 f"d_model={d_model}, temperature={temperature}, threshold={threshold}, selection_penalty={selection_penalty}"
             )
+        self._check_forms(soft, soft_mode, penalty_form, entropy_weight)
         self.d_model, self.temperature, self.threshold = d_model, float(temperature), float(threshold)
-        self.soft, self.selection_penalty = bool(soft), float(selection_penalty)
-        self.policy_query = nn.Linear(d_model, num_heads * head_dim, bias=False)
-        self.policy_key = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.soft, self.soft_mode, self.selection_penalty = bool(soft), soft_mode, float(selection_penalty)
+        self.penalty_form, self.entropy_weight = penalty_form, float(entropy_weight)
+        self.policy_query = nn.Linear(d_model, num_heads * head_dim, bias=policy_bias)
+        self.policy_key = nn.Linear(d_model, num_heads * head_dim, bias=policy_bias)
         self.generator = _as_generator(generator)
         self.last_noise_state: torch.Tensor | None = None
         self.last_selection_rate: torch.Tensor | None = None
-        self._last_probability: torch.Tensor | None = None
+        self._last_penalty: torch.Tensor | None = None
         self.structure_bias = self._build_bias(structure_bias, structure_bias_options or {})
         if self.structure_bias is not None:
             self.requires = frozenset(type(self).requires | type(self.structure_bias).requires)
+
+    @staticmethod
+    def _check_forms(soft: bool, soft_mode: str, penalty_form: str, entropy_weight: float) -> None:
+        if soft_mode not in SOFT_MODES:
+            raise ValueError(f"ssan: soft_mode must be one of {SOFT_MODES}, got {soft_mode!r}")
+        if soft_mode != "ours" and not soft:
+            raise ValueError(f"ssan: soft_mode={soft_mode!r} applies to the soft selection only; pass soft=True")
+        if penalty_form not in PENALTY_FORMS:
+            raise ValueError(f"ssan: penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}")
+        if not math.isfinite(entropy_weight):
+            raise ValueError(f"ssan: entropy_weight must be finite, got {entropy_weight}")
 
     def _build_bias(self, name: str | None, options: dict[str, Any]) -> nn.Module | None:
         if name is None:
@@ -118,12 +168,15 @@ class SelectiveSelfAttention(StructuredAttention):
         return f" with structure_bias={bias!r}" if bias else ""
 
     def penalty(self) -> torch.Tensor:
-        """``selection_penalty * mean P(select)`` over the real pairs of the last call (differentiable)."""
-        if self._last_probability is None:
+        """The regulariser of the last call, to add to the training loss (differentiable):
+        ``selection_penalty * S + entropy_weight * N``, with ``S`` the mean selection probability over real pairs
+        (``penalty_form="mean_probability"``) or the original's per-query sum of sampled selections
+        (``"original"``), and ``N`` the original's mean negative entropy (see the class docstring)."""
+        if self._last_penalty is None:
             if self.last_selection_rate is None:
                 raise RuntimeError("ssan.penalty(): call the module first")
             return self.last_selection_rate.new_zeros(())
-        return self.selection_penalty * self._last_probability
+        return self._last_penalty
 
     def attend(
         self,
@@ -141,30 +194,67 @@ class SelectiveSelfAttention(StructuredAttention):
             raise ValueError(f"ssan: hidden has width {hidden.shape[-1]}, the policy was built for d_model={self.d_model}")
         work = torch.float64 if q.dtype == torch.float64 else torch.float32
         real = key_padding(structure, b, n, q.device)  # (b, n)
-        energy = self._energy(hidden, work)  # (b, h, n, n): E / tau
-        noise, scratch = self._noise(energy.shape, work, q.device) if self.training else (None, None)
+        soft_original = self.soft and self.soft_mode == "original"
+        tau = 1.0 if soft_original and self.training else self.temperature  # the original's soft sigmoid(E)
+        energy = self._energy(hidden, work, tau)  # (b, h, n, n): E / tau
+        noisy = self.training and not soft_original
+        noise, scratch = self._noise(energy.shape, work, q.device) if noisy else (None, None)
+        kernel_soft = self.soft and (self.training or not soft_original)  # original soft: hard at evaluation
+        # the original penalty needs the probability with its gradient; the kernel consumes the noise buffer
+        prob = torch.sigmoid(energy if noise is None else energy + noise) if self._wants_sampled_sum() else None
         bias = None
         if self.structure_bias is not None:
             assert structure is not None
             bias = self.structure_bias.bias(structure, work)
         out, weights, selected = SelectiveAttention.apply(
             energy, noise, scratch, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
-            real[:, None, None, :], real[:, None, :, None], self.soft, self.threshold,
+            real[:, None, None, :], real[:, None, :, None], kernel_soft, self.threshold,
         )
         pairs = real.sum(-1).square().sum() * h
         self.last_selection_rate = selected.float() / pairs.clamp(min=1)
-        self._last_probability = self._probability(energy, real, pairs) if self.selection_penalty > 0 else None
+        self._last_penalty = self._penalty(energy, tau, real, pairs, prob, selected, kernel_soft)
         return out.to(q.dtype), (weights.to(q.dtype) if return_weights else None)
 
-    def _energy(self, hidden: torch.Tensor, work: torch.dtype) -> torch.Tensor:
-        """``E / tau`` with ``E = (H W_Q')(H W_K')^T`` per head, (b, h, n, n) in ``work`` (float32 even for half
-        inputs, so that thresholding ``E`` is not decided by rounding)."""
+    def _wants_sampled_sum(self) -> bool:
+        return self.penalty_form == "original" and self.selection_penalty > 0
+
+    def _penalty(
+        self, energy: torch.Tensor, tau: float, real: torch.Tensor, pairs: torch.Tensor, prob: torch.Tensor | None,
+        selected: torch.Tensor, soft: bool,
+    ) -> torch.Tensor | None:
+        """``selection_penalty * S + entropy_weight * N`` (see :meth:`penalty`), or None when both weights are 0."""
+        if self.selection_penalty == 0 and self.entropy_weight == 0:
+            return None
+        mask = (real[:, :, None] & real[:, None, :])[:, None]  # (b, 1, n, n) real pairs
+        queries = real.sum().clamp(min=1)
+        total = energy.new_zeros(())
+        if self.selection_penalty > 0 and self.penalty_form == "mean_probability":
+            total = total + self.selection_penalty * self._probability(energy * tau, real, pairs)
+        elif self.selection_penalty > 0:
+            assert prob is not None
+            summed = (prob * mask).sum()
+            if not soft:  # forward: the 0/1 count; backward: straight-through, through the probability
+                summed = selected.to(summed.dtype) + (summed - summed.detach())
+            total = total + self.selection_penalty * summed / queries
+        if self.entropy_weight != 0:
+            logits = energy * tau  # E
+            neg_entropy = logits * torch.sigmoid(logits) - nn.functional.softplus(logits)  # -H(sigmoid(E))
+            per_query = (neg_entropy * mask).sum((1, 3)) / (self.num_heads * real.sum(-1, keepdim=True)).clamp(min=1)
+            total = total + self.entropy_weight * (per_query * real).sum() / queries
+        return total
+
+    def _energy(self, hidden: torch.Tensor, work: torch.dtype, tau: float) -> torch.Tensor:
+        """``E / tau`` with ``E = (H W_Q' + b_Q')(H W_K' + b_K')^T`` per head, (b, h, n, n) in ``work`` (float32
+        even for half inputs, so that thresholding ``E`` is not decided by rounding)."""
         x = hidden.to(work)
         pq, pk = (
-            rearrange(nn.functional.linear(x, proj.weight.to(work)), "b n (h d) -> b h n d", h=self.num_heads).contiguous()
+            rearrange(
+                nn.functional.linear(x, proj.weight.to(work), None if proj.bias is None else proj.bias.to(work)),
+                "b n (h d) -> b h n d", h=self.num_heads,
+            ).contiguous()
             for proj in (self.policy_query, self.policy_key)
         )
-        return torch.matmul(pq.mul_(1.0 / self.temperature), pk.transpose(-1, -2))
+        return torch.matmul(pq.mul_(1.0 / tau), pk.transpose(-1, -2))
 
     def _noise(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """``(G' - G'') / tau`` and a free buffer of the same shape (reused by the kernel for the selection).
@@ -181,10 +271,10 @@ class SelectiveSelfAttention(StructuredAttention):
         noise = u.clamp_(min=tiny).div_(rest).log_().div_(self.temperature)
         return noise.to(device), rest.to(device)
 
-    def _probability(self, energy: torch.Tensor, real: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        """Mean selection probability over real pairs, from ``energy = E / tau``:
+    def _probability(self, logits: torch.Tensor, real: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        """Mean selection probability over real pairs, from the policy scores ``logits = E``:
         ``P(sigmoid((E + L) / tau) > t) = sigmoid(E - tau logit t)`` for the logistic ``L = G' - G''``."""
         shift = math.log(self.threshold / (1 - self.threshold))
-        prob = torch.sigmoid(self.temperature * (energy - shift))
+        prob = torch.sigmoid(logits - self.temperature * shift)
         mask = (real[:, :, None] & real[:, None, :])[:, None]
         return (prob * mask).sum() / pairs.clamp(min=1)

@@ -33,8 +33,10 @@ def inputs(seed: int = 0, lengths=LENGTHS, scale: float = 1.0):
 def energy(module, hidden):
     """The policy scores ``E = (H W_Q')(H W_K')^T`` per head, computed here from the weights: (b, h, n, n)."""
     b, n, _ = hidden.shape
-    pq = (hidden @ module.policy_query.weight.T).reshape(b, n, H, D).transpose(1, 2)
-    pk = (hidden @ module.policy_key.weight.T).reshape(b, n, H, D).transpose(1, 2)
+    pq, pk = (
+        (hidden @ proj.weight.T + (0 if proj.bias is None else proj.bias)).reshape(b, n, H, D).transpose(1, 2)
+        for proj in (module.policy_query, module.policy_key)
+    )
     return pq @ pk.transpose(-1, -2)
 
 
@@ -274,6 +276,10 @@ def test_generator_seed_replays_and_options_are_checked():
         ({"structure_bias": "full"}, "bias"),
         ({"structure_bias": "nonexistent"}, "unknown attention variant"),
         ({"structure_bias_options": {"max_distance": 2}}, "without structure_bias"),
+        ({"soft_mode": "paper"}, "soft_mode"),
+        ({"soft_mode": "original"}, "soft=True"),
+        ({"penalty_form": "sum"}, "penalty_form"),
+        ({"entropy_weight": math.inf}, "entropy_weight"),
     ]
     for options, message in bad:
         with pytest.raises(ValueError, match=message):
@@ -340,3 +346,97 @@ def test_underflowing_selection_falls_back_to_the_selected_maximum():
     # the policy gradient of the selected keys is exact; the unselected key's is finite (capped at exp(80))
     torch.testing.assert_close(g32[0][..., 1:].double(), g64[0][..., 1:], rtol=1e-4, atol=1e-5)
     assert torch.isfinite(g32[0]).all()
+
+
+# -- the original's semantics as options (Geng et al. 2020, the authors' TF code) ------------------------------
+def with_policy_bias(module):
+    """Non-zero random policy biases (``nn.Linear`` starts them non-zero too; re-drawn for a stronger test)."""
+    with torch.no_grad():
+        for proj in (module.policy_query, module.policy_key):
+            proj.bias.copy_(torch.randn(proj.bias.shape, dtype=torch.float64))
+    return module
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("soft,soft_mode", [(False, "ours"), (True, "ours"), (True, "original")])
+@pytest.mark.parametrize("policy_bias", [False, True])
+def test_options_match_reference(training, soft, soft_mode, policy_bias):
+    module = build(soft=soft, soft_mode=soft_mode, policy_bias=policy_bias, temperature=0.7).train(training)
+    assert (module.policy_query.bias is not None) == policy_bias
+    if policy_bias:
+        with_policy_bias(module)
+    _, grads = compare_with_reference(module, *inputs(13))
+    assert all(g.abs().sum() > 0 for g in grads[4:]), "every policy parameter must receive a gradient"
+
+
+def test_original_soft_mode_is_sigmoid_of_e_in_training_and_hard_at_eval():
+    module = build(soft=True, soft_mode="original", temperature=0.3).train()
+    structure, q, k, v, hidden = inputs(14)
+    state = module.last_noise_state
+    _, weights = module(q, k, v, structure, hidden=hidden, return_weights=True)
+    assert module.last_noise_state is state, "the original soft mode draws no noise"
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+    sel = torch.sigmoid(energy(module, hidden)) * real_pairs(structure)
+    expected = sel * torch.exp(scores - scores.amax(-1, keepdim=True))
+    torch.testing.assert_close(weights, (expected / expected.sum(-1, keepdim=True)).nan_to_num(0.0))
+    module.eval()
+    _, weights = module(q, k, v, structure, hidden=hidden, return_weights=True)
+    selected = (torch.sigmoid(energy(module, hidden) / 0.3) > 0.5) & real_pairs(structure)
+    assert torch.equal(weights > 0, selected & selected.any(-1, keepdim=True))
+
+
+def original_penalty(module, structure, hidden, selection_weight, entropy_weight):
+    """The authors' regulariser written from their code, per query in float64: ``sample`` (the action, with the
+    straight-through gradient) summed over heads and real keys, ``nce = -H(sigmoid(E))`` averaged over heads
+    and real keys, each averaged over the real queries of the batch."""
+    e = energy(module, hidden)
+    soft_original = module.soft and module.soft_mode == "original"
+    if module.training and soft_original:
+        action = torch.sigmoid(e)
+    else:
+        logits = e + replay_noise(module, e.shape, torch.float64) if module.training else e
+        p = torch.sigmoid(logits / module.temperature)
+        hard = (p > module.threshold).double() + (p - p.detach())
+        action = p if module.soft and not soft_original else hard
+    prob = torch.sigmoid(e)
+    nce = prob * torch.log(prob) + (1 - prob) * torch.log(1 - prob)  # -H
+    sample_total = nce_total = 0.0
+    queries = 0
+    for bi in range(e.shape[0]):
+        keys = structure.token_mask[bi].nonzero().flatten()
+        for i in keys.tolist():
+            queries += 1
+            sample_total = sample_total + action[bi, :, i, keys].sum()
+            nce_total = nce_total + nce[bi, :, i, keys].mean()
+    return selection_weight * sample_total / queries + entropy_weight * nce_total / queries
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("soft,soft_mode", [(False, "ours"), (True, "ours"), (True, "original")])
+@pytest.mark.parametrize("weights", [(0.3, 0.0), (0.0, 0.7), (0.3, -0.7)], ids=["sample", "entropy", "both"])
+def test_original_penalty_matches_an_independent_computation(training, soft, soft_mode, weights):
+    selection_weight, entropy_weight = weights
+    module = build(soft=soft, soft_mode=soft_mode, policy_bias=True, selection_penalty=selection_weight,
+                   penalty_form="original", entropy_weight=entropy_weight, threshold=0.4).train(training)
+    with_policy_bias(module)
+    structure, q, k, v, hidden = inputs(15)
+    module(q, k, v, structure, hidden=hidden)
+    got = module.penalty()
+    want = original_penalty(module, structure, hidden, selection_weight, entropy_weight)
+    torch.testing.assert_close(got, want)
+    leaves = [hidden, *module.parameters()]
+    got_grads = torch.autograd.grad(got, leaves)
+    for g, w in zip(got_grads, torch.autograd.grad(want, leaves)):
+        torch.testing.assert_close(g, w)
+    assert all(g.abs().sum() > 0 for g in got_grads[1:]), "the penalty must reach every policy parameter"
+
+
+def test_entropy_term_adds_to_the_mean_probability_penalty():
+    structure, q, k, v, hidden = inputs(16)
+    plain = build(selection_penalty=0.25).train()
+    both = build(selection_penalty=0.25, entropy_weight=0.5).train()
+    both.load_state_dict(plain.state_dict())
+    plain(q, k, v, structure, hidden=hidden)
+    both(q, k, v, structure, hidden=hidden)
+    entropy_only = original_penalty(both, structure, hidden, 0.0, 0.5)
+    torch.testing.assert_close(both.penalty(), plain.penalty() + entropy_only)

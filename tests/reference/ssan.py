@@ -6,7 +6,9 @@ Written from the paper's equations, one query at a time, sharing no code with ``
 * training: Gumbel-Sigmoid ``p = sigmoid((E + G' - G'') / tau)`` with independent Gumbel(0, 1) noise
   ``G = -log(-log U)``, ``U ~ Uniform(0, 1)``; the action is ``p > threshold`` in the forward pass and the
   straight-through estimator passes the gradient of ``p`` backward; evaluation drops the noise;
-  ``soft`` uses ``p`` itself as the selection;
+  ``soft`` uses ``p`` itself as the selection; with ``soft_mode="original"`` (the authors' TF code) the soft
+  selection is ``sigmoid(E)`` in training (no noise, no tau) and the hard one at evaluation;
+* ``policy_bias``: the policy projections carry a bias, ``E = (H W_Q' + b_Q')(H W_K' + b_K')^T``;
 * attention over the selected keys only: ``alpha_ij = sel_ij exp(s_ij - m_i) / sum_k sel_ik exp(s_ik - m_i)``
   with ``s = q k^T / sqrt(d)`` (+ an optional structure bias) and ``m_i`` the largest selected score
   (any shift gives the same value; it only keeps ``exp`` bounded);
@@ -37,6 +39,12 @@ def replay_noise(module: torch.nn.Module, shape: tuple[int, ...], dtype: torch.d
     return torch.log(u.clamp(min=tiny)) - torch.log((1 - u).clamp(min=tiny))
 
 
+def policy_projection(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``x W^T (+ b)`` in float64 (the bias only when the module was built with ``policy_bias=True``)."""
+    out = x @ linear.weight.double().T
+    return out if linear.bias is None else out + linear.bias.double()
+
+
 def ssan_reference(
     module: torch.nn.Module,
     q: torch.Tensor,
@@ -59,11 +67,11 @@ def ssan_reference(
     q, k, v, x = q.double(), k.double(), v.double(), hidden.double()
     b, h, n, d = q.shape
     real = torch.ones(b, n, dtype=torch.bool) if token_mask is None else token_mask.cpu()
-    wq = module.policy_query.weight.double()  # (h * d_p, d_model)
-    wk = module.policy_key.weight.double()
-    pq = (x @ wq.T).reshape(b, n, h, -1)
-    pk = (x @ wk.T).reshape(b, n, h, -1)
-    if module.training:
+    pq = policy_projection(module.policy_query, x).reshape(b, n, h, -1)
+    pk = policy_projection(module.policy_key, x).reshape(b, n, h, -1)
+    soft_original = module.soft and module.soft_mode == "original"
+    noisy = module.training and not soft_original
+    if noisy:
         noise = replay_noise(module, (b, h, n, n), torch.float64).to(q.device)
     bias = None if bias_fn is None else bias_fn()
     tau, threshold = float(module.temperature), float(module.threshold)
@@ -73,10 +81,14 @@ def ssan_reference(
         for hi in range(h):
             for i in range(n):
                 energy = pk[bi, keys, hi] @ pq[bi, i, hi]  # E_ij over the real keys j
-                if module.training:
+                if noisy:
                     energy = energy + noise[bi, hi, i, keys]
-                p = torch.sigmoid(energy / tau)
-                sel = p if module.soft else (p > threshold).double() + (p - p.detach())
+                if soft_original and module.training:  # the original's soft selection: sigmoid(E), no noise, no tau
+                    sel = torch.sigmoid(energy)
+                else:
+                    p = torch.sigmoid(energy / tau)
+                    soft = module.soft and not soft_original  # the original evaluates its soft mode hard
+                    sel = p if soft else (p > threshold).double() + (p - p.detach())
                 scores = (k[bi, hi, keys] @ q[bi, hi, i]) / math.sqrt(d)
                 if bias is not None:
                     scores = scores + bias[bi if bias.shape[0] > 1 else 0, hi if bias.shape[1] > 1 else 0, i, keys]
