@@ -1,0 +1,104 @@
+"""``structattn translate CHECKPOINT INPUT --out OUT [--beam 5]``: translate a file with a trained model.
+
+INPUT is raw text (one sentence per line) or CoNLL-U (``.conllu``, or ``--format conllu``). Raw text is
+tokenised and, when the model's encoder plan reads a structure, parsed with the parser recorded with the model
+(``meta["parser"]``, a spaCy model; ``--parser`` overrides it); a model without a recorded parser (the
+synthetic task: its trees are gold) reads whitespace-tokenised text when its plan needs no structure, and
+CoNLL-U otherwise. Translations are written one per line, in input order.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Sequence
+
+from structattn.encoders import EncoderConfig, Vocab
+from structattn.progress import progress_disabled
+from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
+from structattn.seq2seq.pud import one_tree
+from structattn.seq2seq.vocab import detokenize, special_ids
+from structattn.structures import Sentence, align_to_subwords, read_conllu
+from structattn.structures.providers.base import StructureProvider
+from structattn.training import load_checkpoint
+
+
+def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, Any], dict[str, StructureProvider]]:
+    """The model of a translation checkpoint, its ``meta`` and its structure providers.
+
+    Raises:
+        ValueError: the checkpoint holds no translation model.
+    """
+    from structattn.experiments.run import make_providers
+
+    data = load_checkpoint(path)
+    meta = data.get("meta") or {}
+    if meta.get("kind") != "translation":
+        raise ValueError(f"{str(path)!r} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
+    providers = make_providers(meta["structures"], meta["structures"])
+    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
+    bos, eos = special_ids(target)
+    model = build_seq2seq(EncoderConfig(**meta["model"]), Seq2SeqOptions(**meta["seq2seq"]), meta["plan"], len(source),
+                          len(target), {n: p.provides for n, p in providers.items()}, bos, eos)
+    model.load_state_dict(data["model"])
+    return model.eval(), meta, providers
+
+
+def read_input(path: str | Path, fmt: str, parser: str | None, needs_trees: bool) -> list[Sentence]:
+    """Sentences of INPUT: CoNLL-U as it is; raw text lines parsed (or split on whitespace)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such input file: {str(path)!r}")
+    if fmt == "conllu" or (fmt == "auto" and path.suffix == ".conllu"):
+        return read_conllu(path)
+    lines = [(k, " ".join(line.split())) for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+    lines = [(k, text) for k, text in lines if text]
+    if parser is None:
+        if needs_trees:
+            raise ValueError("the model's encoder reads a tree but records no parser: give CoNLL-U input, or "
+                             "name a spaCy model with --parser")
+        return [Sentence(words=text.split(), id=f"{path.name}:{k}") for k, text in lines]
+    from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
+
+    parsed = SpacyAnnotator(parser).parse([text for _, text in lines])
+    return [one_tree(parts, f"{path.name}:{k}") for parts, (k, _) in zip(parsed, lines)]
+
+
+def encode(sentences: Sequence[Sentence], vocab: Vocab, providers: dict[str, StructureProvider]) -> list[PairExample]:
+    """Token ids and structures (aligned to subword tokens when the vocabulary splits words)."""
+    encoded = [vocab.encode(s.words) for s in sentences]
+    structures: list[dict[str, Any]] = [{} for _ in sentences]
+    for name, provider in providers.items():
+        for k, structure in enumerate(provider.many(list(sentences))):
+            word_ids = encoded[k][1]
+            structures[k][name] = structure if word_ids is None else align_to_subwords(structure, word_ids)
+    return [PairExample(ids, st, [], s.id) for (ids, _), st, s in zip(encoded, structures, sentences)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="structattn translate", description=__doc__.split("\n\n")[1])
+    p.add_argument("checkpoint", help="best.pt or last.pt of a translation run")
+    p.add_argument("input", help="raw text (one sentence per line) or CoNLL-U")
+    p.add_argument("--out", required=True, help="output file, one translation per line")
+    p.add_argument("--beam", type=int, default=None, help="beam size (default: the model's; 1: greedy)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default 32)")
+    p.add_argument("--format", choices=("auto", "text", "conllu"), default="auto", help="input format (auto: by suffix)")
+    p.add_argument("--parser", default=None, help="spaCy model parsing raw text (default: the one recorded with the model)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (also when $CI is set)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    model, meta, providers = load_translation_model(args.checkpoint)
+    sentences = read_input(args.input, args.format, args.parser or meta.get("parser"), bool(providers))
+    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
+    ids = translate_examples(model, encode(sentences, source, providers), Seq2SeqOptions(**meta["seq2seq"]),
+                             beam=args.beam, batch_size=args.batch_size, quiet=progress_disabled(args.quiet))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(detokenize(h, target) + "\n" for h in ids), encoding="utf-8")
+    print(f"translated {len(ids)} sentences -> {out}")
+    return 0
