@@ -33,7 +33,8 @@ from tqdm.auto import tqdm
 
 from structattn.hf.attach import CONFIG_KEY, attach
 from structattn.hf.collator import StructureCollator
-from structattn.hf.interface import register
+from structattn.hf.families import max_tokens
+from structattn.hf.interface import eager_attention
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
 from structattn.probes import structural, tree_induction
 from structattn.progress import progress_disabled
@@ -105,16 +106,19 @@ def encode(model: Any, tokenizer: Any, sentences: Sequence[Sentence], batch_size
     Shapes:
         returns states[l] (s, w, d) and attentions[l] (s, h, w, w), s sentences, w their most words.
     """
-    collator = StructureCollator(tokenizer, providers=_providers(model), max_length=_max_tokens(model, tokenizer))
+    collator = StructureCollator(tokenizer, providers=_providers(model), max_length=max_tokens(model, tokenizer))
     states: list[list[torch.Tensor]] = []
     attentions: list[list[torch.Tensor]] = []
-    with _eager(model):
+    training = model.training
+    with eager_attention(model):
+        model.eval()
         for chunk in tqdm(list(_chunks(sentences, batch_size)), desc="encode", disable=not progress, leave=False):
             encoded = collator.encode(chunk)
             out = model.base_model(**encoded.batch, output_hidden_states=True, output_attentions=True)
             pieces = piece_matrix(encoded.word_ids, encoded.batch["input_ids"].shape[1])
             states.append([first_piece_states(h, pieces) for h in out.hidden_states])
             attentions.append([word_attention(a, pieces) for a in out.attentions])
+    model.train(training)
     return [_pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
         [_pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
 
@@ -179,31 +183,6 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
 def _providers(model: Any) -> dict[str, str]:
     saved = getattr(model.config, CONFIG_KEY, None) or {}
     return {name: name for name in saved.get("structure_fields", {})}
-
-
-def _max_tokens(model: Any, tokenizer: Any) -> int:
-    limit = int(model.config.max_position_embeddings)
-    if model.config.model_type in ("roberta", "xlm-roberta", "camembert"):
-        limit -= model.config.pad_token_id + 1  # positions start after the padding index
-    own = getattr(tokenizer, "model_max_length", None)
-    return min(limit, int(own)) if own is not None and own < 10**9 else limit
-
-
-class _eager:
-    """Run ``model`` with eager attention (so every layer returns its weights), then restore its setting."""
-
-    def __init__(self, model: Any) -> None:
-        self.model, self.before = model, model.config._attn_implementation
-
-    def __enter__(self) -> None:
-        structattn_layers = self.before is not None and self.before.startswith("structattn_")
-        self.model.set_attn_implementation(register("eager") if structattn_layers else "eager")
-        self.training = self.model.training
-        self.model.eval()
-
-    def __exit__(self, *exc: object) -> None:
-        self.model.set_attn_implementation(self.before)
-        self.model.train(self.training)
 
 
 # -- outputs ---------------------------------------------------------------------------------------------------

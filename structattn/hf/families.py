@@ -61,3 +61,14 @@ def num_heads(module: nn.Module) -> int:
     """h of an HF self-attention module."""
     value = getattr(module, "num_attention_heads", None)
     return int(value if value is not None else module.n_heads)
+
+
+def max_tokens(model: nn.Module, tokenizer: object | None = None) -> int:
+    """The longest input ``model`` takes: its position table (less RoBERTa-style offsets, whose positions
+    start after the padding index), capped by the tokenizer's ``model_max_length`` when that is set."""
+    config = model.config
+    limit = int(config.max_position_embeddings)
+    if config.model_type in ("roberta", "xlm-roberta", "camembert"):
+        limit -= int(config.pad_token_id) + 1
+    own = getattr(tokenizer, "model_max_length", None)
+    return min(limit, int(own)) if own is not None and own < 10**9 else limit

@@ -145,3 +145,16 @@ def key_padding_from_mask(
             "supported; only padding is)"
         )
     return token_mask
+
+
+@contextlib.contextmanager
+def eager_attention(model: nn.Module) -> Iterator[None]:
+    """Within the block ``model`` runs eager attention (every layer can return its weights: ``sdpa`` cannot),
+    through structattn's dispatcher when the model is attached; its setting is restored afterwards."""
+    before = model.config._attn_implementation
+    attached = before is not None and before.startswith(PREFIX)
+    model.set_attn_implementation(register("eager") if attached else "eager")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(before)
