@@ -7,6 +7,10 @@
     structattn structures ...     (structattn.structures.commands: demo, cache precompute)
     structattn parse ...          (structattn.structures.annotators.commands: spaCy / stanza parsing)
 
+Every command (pass-through ones too) takes ``--import MODULE_OR_FILE`` (repeatable): plugin modules or
+``.py`` files imported before anything else, after the installed ``structattn.plugins`` entry points (see
+:mod:`structattn.plugins`).
+
 A folder that already holds structattn outputs is refused unless ``--resume`` or ``--overwrite`` is given.
 Errors print one line (``structattn <command>: error: ...``) and exit with status 1; ``--traceback`` (or
 ``STRUCTATTN_TRACEBACK=1``) shows the full traceback instead. Progress bars are off with ``--quiet`` or when
@@ -59,6 +63,7 @@ def _gin_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and run every model forward once on two sentences; no training")
+    _import_flag(parser)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -111,6 +116,37 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def take_imports(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split ``--import X`` / ``--import=X`` (anywhere after the program name) from the other arguments,
+    so every command, pass-through ones included, takes them."""
+    rest, imports, k = [], [], 0
+    while k < len(argv):
+        arg = argv[k]
+        if arg == "--":
+            rest += argv[k:]
+            break
+        if arg == "--import":
+            if k + 1 >= len(argv):
+                raise ValueError("--import needs a module name or a .py file")
+            imports.append(argv[k + 1])
+            k += 2
+            continue
+        if arg.startswith("--import="):
+            imports.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        k += 1
+    return rest, imports
+
+
+def load_plugins(imports: list[str]) -> None:
+    """Installed entry points (group ``structattn.plugins``), then the ``--import`` modules and files."""
+    from structattn import plugins
+
+    plugins.load_entry_points()
+    plugins.load_plugins(imports)
+
+
 def _pass_through(name: str, argv: list[str]) -> int:
     module_name, _ = PASS_THROUGH[name]
     try:
@@ -143,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories")
     p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
     p.add_argument("--overwrite", action="store_true", help="replace the structattn outputs already in --out")
+    _import_flag(p)
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.set_defaults(run=cmd_merge)
 
@@ -150,11 +187,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", help="a checkpoint file written by train or compare")
     p.add_argument("--split", default="test", help="train, dev or test (default: test)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _import_flag(p)
     p.set_defaults(run=cmd_eval)
 
     for name, (_, text) in PASS_THROUGH.items():
         sub.add_parser(name, help=text, add_help=False)
     return parser
+
+
+def _record_command(argv: list[str]) -> None:
+    from structattn.experiments.provenance import set_command_line
+
+    set_command_line(argv)
+
+
+def _import_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
+                        help="import a plugin first: a module (from the working folder or installed) or a .py "
+                             "file; repeatable, recorded in the outputs and replayed by eval and merge")
 
 
 def _one_line(err: BaseException) -> str:
@@ -172,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = argv[1:]
     command = argv[0] if argv else None
     try:
+        _record_command(["structattn", *argv])
+        argv, imports = take_imports(argv)
+        command = argv[0] if argv else None
+        load_plugins(imports)
         if command in PASS_THROUGH:
             return _pass_through(command, argv[1:])
         args = build_parser().parse_args(argv)

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from structattn.experiments.provenance import Stopwatch, environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
@@ -125,12 +126,14 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine)
     used = check_output_folder(out, COMPARE_OUTPUTS, mode)
     done = _finished(out, manifest) if used and mode == "resume" else {}
+    watch = Stopwatch()
     if context.is_main:
         if mode == "overwrite":
             clear_outputs(out, used, "structattn compare")
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.gin").write_text(config)
         (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
+        write_provenance(out, watch, {}, finished=False)
     records, cache = [], {}
     for spec in mine:
         if spec.index in done:
@@ -150,7 +153,18 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
         records.append(record)
     if context.is_main:
         report(records, out, len(runs), plots)
+        write_provenance(out, watch, {label: data.checksum for label, data in cache.items()}, finished=True,
+                         kept=sorted(done))
     return records
+
+
+def write_provenance(out: Path, watch: Stopwatch, data: Mapping[str, str], *, finished: bool,
+                     kept: Sequence[int] = ()) -> None:
+    """``out/provenance.json``: the environment (versions, commit, CPU, command, plugins), start and wall
+    time, each task's data checksum, and on resume the runs kept from before (their records hold their own)."""
+    text = {**environment(), **watch.fields(), "finished": finished, "data_sha256": dict(data),
+            "kept_runs": list(kept)}
+    (out / "provenance.json").write_text(json.dumps(text, indent=1))
 
 
 def _finished(out: Path, manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:

@@ -13,6 +13,8 @@ gin names (what ``.gin`` files bind)::
 from __future__ import annotations
 
 import logging
+import os
+import re
 import tokenize
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -20,6 +22,7 @@ from typing import Any, Mapping, Sequence
 import gin
 import torch
 
+from structattn import plugins
 from structattn.encoders.config import EncoderConfig
 from structattn.experiments.compare import Comparison, run_comparison, train_one
 from structattn.experiments.run import Setup
@@ -126,8 +129,14 @@ def _guard_resource_reader() -> None:
     """Make gin's package-resource lookup treat "not a regular package" as "not found".
 
     gin tries ``include 'runs/defaults.gin'`` as a file of a Python package named ``runs``; when the working
-    directory holds a plain folder of that name (e.g. the output folder ``runs/``) it is found as a namespace
-    package without a file and gin crashes with a TypeError instead of trying the next search path.
+    directory holds a plain folder of that name (e.g. the output folder ``runs/``) and is on ``sys.path``
+    (``python -m``, or plugin imports, which put the working folder there), it is found as a namespace package
+    without a file and gin crashes with a TypeError instead of trying the next search path.
+
+    This patches ``gin.config._FILE_READERS`` (private): gin 0.5 has no public API to replace or wrap a
+    registered reader (``gin.register_file_reader`` only appends, after the crashing one, which
+    ``gin.resource_reader`` registers at import). The patch is idempotent and only turns the TypeError into
+    "not found".
     """
     for k, (reader, exists) in enumerate(gin.config._FILE_READERS):
         if getattr(exists, "_structattn_guarded", False):
@@ -143,22 +152,49 @@ def _guard_resource_reader() -> None:
         gin.config._FILE_READERS[k] = (reader, guarded)
 
 
-def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> None:
+#: include folders already given to gin (gin.clear_config keeps them; gin has no public query for them)
+_SEARCH_PATHS: set[str] = set()
+
+
+def _imports_of(parsed: Any) -> list[str]:
+    """Module names of the ``import`` lines of a parsed config file and the files it includes."""
+    names = list(parsed.imports)
+    for nested in parsed.includes:
+        names += _imports_of(nested)
+    return names
+
+
+def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Clear gin and load ``config_file`` plus ``bindings`` (``include`` paths resolve from the file's
-    folder and its parents, so configs can ``include 'models/tiny.gin'``)."""
+    folder and its parents, so configs can ``include 'models/tiny.gin'``).
+
+    ``import`` lines (in the files or the bindings) resolve from the working folder and the installed
+    packages, and are recorded as plugins (:mod:`structattn.plugins`); returns their records.
+    """
     path = Path(config_file)
     if not path.is_file():
         raise FileNotFoundError(f"no such config file: {str(path)!r}")
     gin.clear_config()
     _guard_resource_reader()
+    plugins.working_folder_on_path()
     for folder in [path.resolve().parent, *path.resolve().parent.parents][:3]:
-        if str(folder) not in gin.config._LOCATION_PREFIXES:
+        if str(folder) not in _SEARCH_PATHS:
+            _SEARCH_PATHS.add(str(folder))
             gin.add_config_file_search_path(str(folder))
     previous = logging.root.manager.disable
     logging.disable(logging.ERROR)  # gin logs "Path not found" for every search path it tries before the right one
     try:
-        gin.parse_config_files_and_bindings([str(path)], list(bindings))
+        imports = _imports_of(gin.parse_config_file(str(path)))
+        imports += gin.parse_config(list(bindings))[1]
+        gin.finalize()
     except (SyntaxError, tokenize.TokenError) as err:
         raise ValueError(f"cannot parse {str(path)!r} or the --gin-param bindings: {err}") from None
+    except ModuleNotFoundError as err:  # gin re-raises it with the location added and without ``name``
+        found = re.search(r"No module named '([^']+)'", str(err))
+        name = err.name or (found.group(1) if found else str(err))
+        raise ValueError(f"{str(path)!r} imports module {name!r}, which is not found (looked in the working "
+                         f"folder {os.getcwd()!r} and the installed packages)") from None
     finally:
         logging.disable(previous)
+    names = [n for n in dict.fromkeys(imports) if not n.startswith("__gin__")]
+    return plugins.record_imported(names, f"gin import in {str(path)!r}")

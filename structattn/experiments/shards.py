@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from structattn import plugins
 from structattn.experiments.compare import report
+from structattn.experiments.provenance import environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.records import read_manifest, read_records
 
@@ -51,6 +53,7 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
             raise ValueError(f"--out {str(out)!r} is one of the directories being merged; give another folder")
         manifest = read_manifest(d)
         manifests.append((d, manifest))
+        _replay_plugins(d)
         for index, (path, record) in read_records(d, manifest).items():
             if index in records:
                 raise ValueError(f"run {index} is in both {str(records[index][0])!r} and {str(path)!r}")
@@ -75,4 +78,17 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     for r in ordered:
         (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
     report(ordered, out, first["runs"], plots)
+    (out / "provenance.json").write_text(json.dumps({**environment(), "merged_from": {
+        str(d): _read_provenance(d) for d, _ in manifests}}, indent=1))
     return ordered
+
+
+def _read_provenance(folder: Path) -> dict[str, Any] | None:
+    path = folder / "provenance.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _replay_plugins(folder: Path) -> None:
+    """Import the plugins the folder's runs recorded (its provenance.json), before reading anything else."""
+    recorded = _read_provenance(folder) or {}
+    plugins.replay(recorded.get("plugins"), recorded_by=f"the compare folder {str(folder)!r}")
