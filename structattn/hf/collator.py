@@ -95,34 +95,11 @@ class StructureCollator:
         lengths = enc["attention_mask"].sum(-1).tolist()
         word_ids = [enc.word_ids(k)[: lengths[k]] for k in range(len(sentences))]
         for s, ids in zip(sentences, word_ids):
-            self._check(s, ids)
+            check_tokenization(s.words, ids, describe_sentence(s.id), self.max_length)
         batch: dict[str, Any] = dict(enc)
         batch["structures"] = {name: self._aligned(p, sentences, word_ids, enc["input_ids"].shape[1])
                                for name, p in self.providers.items()}
         return Encoded(batch, word_ids)
-
-    def _check(self, sentence: Sentence, ids: list[int | None]) -> None:
-        who = describe_sentence(sentence.id)
-        if self.max_length is not None and len(ids) > self.max_length:
-            raise ValueError(
-                f"{who} has {len(ids)} tokens, more than the model's {self.max_length}; split or drop it "
-                "(truncation would cut words off the structure)"
-            )
-        n = len(sentence.words)
-        bad = [w for w in ids if w is not None and not 0 <= w < n]
-        if bad:
-            raise ValueError(f"{who}: the tokenizer gave word id {bad[0]}, but the sentence has {n} words")
-        seen = {w for w in ids if w is not None}
-        missing = [w for w in range(n) if w not in seen]
-        if missing:
-            w = missing[0]
-            raise ValueError(
-                f"{who}: word {w} ({sentence.words[w]!r}) has no token after tokenization (the tokenizer drops "
-                f"or merges it; {len(missing)} such word(s)); the structure would shift, so it is refused"
-            )
-        previous = [w for w in ids if w is not None]
-        if previous != sorted(previous):
-            raise ValueError(f"{who}: the tokenizer reorders words (word ids {previous}); structures cannot follow")
 
     def _aligned(
         self, provider: StructureProvider, sentences: Sequence[Sentence], word_ids: list[list[int | None]], n: int
@@ -132,3 +109,35 @@ class StructureCollator:
         if structure.num_tokens != n:
             raise ValueError(f"StructureCollator: structures cover {structure.num_tokens} tokens, the batch {n}")
         return structure
+
+
+def check_tokenization(words: Sequence[str], ids: Sequence[int | None], who: str, max_length: int | None) -> None:
+    """Refuse a tokenization the word structure cannot follow.
+
+    Args:
+        words: the sentence's words; ids: the word of each token (``word_ids()``, ``None`` for specials);
+        who: how messages name the sentence; max_length: most tokens allowed (``None``: no limit).
+
+    Raises:
+        ValueError: too many tokens, a word id out of range, a word without a token, or words out of order;
+            the message names the sentence and the word.
+    """
+    if max_length is not None and len(ids) > max_length:
+        raise ValueError(
+            f"{who} has {len(ids)} tokens, more than the model's {max_length}; split or drop it "
+            "(truncation would cut words off the structure)"
+        )
+    n = len(words)
+    real = [w for w in ids if w is not None]
+    bad = [w for w in real if not 0 <= w < n]
+    if bad:
+        raise ValueError(f"{who}: the tokenizer gave word id {bad[0]}, but the sentence has {n} words")
+    missing = sorted(set(range(n)) - set(real))
+    if missing:
+        w = missing[0]
+        raise ValueError(
+            f"{who}: word {w} ({words[w]!r}) has no token after tokenization (the tokenizer drops or merges it; "
+            f"{len(missing)} such word(s)); the structure would shift, so it is refused"
+        )
+    if real != sorted(real):
+        raise ValueError(f"{who}: the tokenizer reorders words (word ids {real}); structures cannot follow")

@@ -72,11 +72,22 @@ def _load_structattn_weights(model: nn.Module, path: Path) -> None:
     own = {k: v for k, v in model.state_dict().items() if ".structattn." in k}
     found: dict[str, torch.Tensor] = {}
     for file in sorted(path.glob("*.safetensors")):
-        found.update({k: v for k, v in load_file(str(file)).items() if ".structattn." in k})
+        found.update({_own_key(k, own, model): v for k, v in load_file(str(file)).items() if ".structattn." in k})
     missing = sorted(set(own) - set(found))
     if missing:
         raise ValueError(f"{path}: the checkpoint lacks structattn parameters {missing[:5]} of its saved plan")
     model.load_state_dict(found, strict=False)
+
+
+def _own_key(key: str, own: dict[str, torch.Tensor], model: nn.Module) -> str:
+    """The saved key as ``model`` names it: saved with a head and loaded bare (or the reverse) differ by the
+    base model's prefix (``bert.``)."""
+    prefix = getattr(model, "base_model_prefix", "") + "."
+    if key in own or prefix == ".":
+        return key
+    if key.startswith(prefix) and key[len(prefix):] in own:
+        return key[len(prefix):]
+    return prefix + key if prefix + key in own else key
 
 
 class _quiet_unexpected_keys:

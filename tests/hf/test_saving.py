@@ -54,3 +54,20 @@ def test_plan_mismatch_is_refused(tmp_path, tokenizer):
 def test_missing_model_path_says_how_to_fetch(tmp_path):
     with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
         from_pretrained(tmp_path / "bert-base-cased")
+
+
+def test_checkpoint_with_a_head_loads_into_the_bare_model(tmp_path, tokenizer, short_sentences):
+    """Pretrained as BertForMaskedLM, fine-tuned as BertModel: the structattn keys lose the 'bert.' prefix."""
+    from transformers import AutoModel
+
+    model = tiny_model("bert", tokenizer, head="BertForMaskedLM")
+    H.attach(model, "soft_bias(dependency)@1; full")
+    with torch.no_grad():
+        H.attached_layers(model)[1].variants[0].table.normal_()
+    model.save_pretrained(tmp_path)
+    bare = from_pretrained(tmp_path, model_class=AutoModel).eval()
+    assert type(bare).__name__ == "BertModel"
+    torch.testing.assert_close(H.attached_layers(bare)[1].variants[0].table, H.attached_layers(model)[1].variants[0].table)
+    batch = StructureCollator(tokenizer)(short_sentences)
+    with torch.no_grad():
+        torch.testing.assert_close(bare(**batch).last_hidden_state, model.bert(**batch).last_hidden_state, atol=0, rtol=0)
