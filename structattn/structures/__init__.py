@@ -1,55 +1,97 @@
-"""Structures: annotated text in, pairwise distance / adjacency tensors out."""
+"""Structures: annotated text in, pairwise distance / adjacency tensors out.
 
-from structattn.structures.alignment import align_to_subwords
-from structattn.structures.collate import collate
-from structattn.structures.generators import GrammarGenerator, ListOpsGenerator
-from structattn.structures.interop import from_edge_index, from_networkx, from_pyg, to_edge_index, to_networkx, to_pyg
-from structattn.structures.providers import (
-    GraphProvider,
-    StructureProvider,
-    get_provider,
-    provider_names,
-    register_provider,
-)
-from structattn.structures.readers import (
-    bundled_treebank,
-    from_stanza,
-    load_bundled,
-    read_conllu,
-    read_conllu_documents,
-    read_sdp,
-    write_conllu,
-)
-from structattn.structures.sentence import Document, Mention, SemanticEdge, Sentence
-from structattn.structures.structure import FIELDS, Structure
+The public names below are imported on first use (module ``__getattr__``, PEP 562), so that importing a
+light part of the package (the readers, ``structattn parse``) does not import torch or torch_geometric.
+``from structattn.structures import get_provider`` works as usual and registers the built-in providers.
+"""
 
-__all__ = [
-    "align_to_subwords",
-    "from_edge_index",
-    "from_networkx",
-    "from_pyg",
-    "to_edge_index",
-    "to_networkx",
-    "to_pyg",
-    "FIELDS",
-    "Document",
-    "GrammarGenerator",
-    "GraphProvider",
-    "ListOpsGenerator",
-    "Mention",
-    "SemanticEdge",
-    "Sentence",
-    "Structure",
-    "StructureProvider",
-    "collate",
-    "get_provider",
-    "provider_names",
-    "register_provider",
-    "bundled_treebank",
-    "from_stanza",
-    "load_bundled",
-    "read_conllu",
-    "read_conllu_documents",
-    "read_sdp",
-    "write_conllu",
-]
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "align_to_subwords": "alignment",
+    "collate": "collate",
+    "GrammarGenerator": "generators",
+    "ListOpsGenerator": "generators",
+    "from_edge_index": "interop",
+    "from_networkx": "interop",
+    "from_pyg": "interop",
+    "to_edge_index": "interop",
+    "to_networkx": "interop",
+    "to_pyg": "interop",
+    "GraphProvider": "providers",
+    "StructureProvider": "providers",
+    "get_provider": "providers",
+    "provider_names": "providers",
+    "register_provider": "providers",
+    "bundled_treebank": "readers",
+    "from_stanza": "readers",
+    "load_bundled": "readers",
+    "read_conllu": "readers",
+    "read_conllu_documents": "readers",
+    "read_sdp": "readers",
+    "write_conllu": "readers",
+    "Document": "sentence",
+    "Mention": "sentence",
+    "SemanticEdge": "sentence",
+    "Sentence": "sentence",
+    "FIELDS": "structure",
+    "Structure": "structure",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """Keeps ``structattn.structures.collate`` the function: importing the submodule of the same name sets
+    the package attribute to the module, which the eager imports used to overwrite with the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+    from structattn.structures.alignment import align_to_subwords
+    from structattn.structures.collate import collate
+    from structattn.structures.generators import GrammarGenerator, ListOpsGenerator
+    from structattn.structures.interop import from_edge_index, from_networkx, from_pyg, to_edge_index, to_networkx, to_pyg
+    from structattn.structures.providers import (
+        GraphProvider,
+        StructureProvider,
+        get_provider,
+        provider_names,
+        register_provider,
+    )
+    from structattn.structures.readers import (
+        bundled_treebank,
+        from_stanza,
+        load_bundled,
+        read_conllu,
+        read_conllu_documents,
+        read_sdp,
+        write_conllu,
+    )
+    from structattn.structures.sentence import Document, Mention, SemanticEdge, Sentence
+    from structattn.structures.structure import FIELDS, Structure

@@ -34,18 +34,19 @@ import json
 import logging
 import math
 import os
+import sys
 import tempfile
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-import numpy
-import torch
+from typing import TYPE_CHECKING
 
 import structattn
-from structattn.structures.collate import collate
 from structattn.structures.sentence import Document, Sentence
-from structattn.structures.structure import Structure
+
+if TYPE_CHECKING:  # torch and numpy are imported where structures are read or written, not for annotations
+    from structattn.structures.structure import Structure
 
 FORMAT_VERSION = 2  # 1: safetensors entries (never released)
 logger = logging.getLogger(__name__)
@@ -62,7 +63,8 @@ def _jsonable(obj: Any) -> Any:
     """JSON hook for canonical keys: dataclasses by field (ids dropped), tensors and sets as lists."""
     if is_dataclass(obj) and not isinstance(obj, type):
         return {"__type__": type(obj).__name__, **{name: getattr(obj, name) for name in _content_fields(type(obj))}}
-    if isinstance(obj, torch.Tensor):
+    torch = sys.modules.get("torch")  # a tensor exists only if torch was imported: no import for text keys
+    if torch is not None and isinstance(obj, torch.Tensor):
         return {"__tensor__": str(obj.dtype), "shape": list(obj.shape), "values": obj.tolist()}
     if isinstance(obj, (set, frozenset)):
         return sorted(obj, key=repr)
@@ -222,6 +224,8 @@ class StructureCache(_DiskCache):
 
     def batch(self, items: Sequence[Sentence | Document], provider: Any) -> Structure:
         """Cached equivalent of ``provider.batch(items)`` (per-item structures, collated)."""
+        from structattn.structures.collate import collate
+
         return collate(self.get_or_compute(items, provider))
 
     def put(self, key: str, structure: Structure, provider: Any) -> None:
@@ -236,6 +240,11 @@ class StructureCache(_DiskCache):
 
 def _decode_structure(data: bytes, key: str, item: Sentence | Document) -> Structure:
     """Verify and rebuild one entry; raise :class:`InvalidEntry` (or any parse error) when it is not sound."""
+    import numpy
+    import torch
+
+    from structattn.structures.structure import Structure
+
     meta, body = _unpack(data, key)
     buffer, offset, n = bytearray(body), 0, len(item)  # writable: torch.from_numpy warns on read-only memory
     tensors = {}

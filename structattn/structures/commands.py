@@ -1,4 +1,7 @@
-"""``structattn structures ...``: a demo on the bundled treebank and cache precomputation."""
+"""``structattn structures ...``: a demo on the bundled treebank and cache precomputation.
+
+Argument parsing imports nothing heavy (torch, tqdm and the providers are imported by the subcommands).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
-
-import torch
-from tqdm import tqdm
 
 DEMO_PROVIDERS: list[tuple[str, dict[str, Any]]] = [
     ("dependency", {}),
@@ -35,6 +35,8 @@ def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 def _summary(name: str, batches: list[Any], seconds: float, sentences: int) -> dict[str, Any]:
     """Hop statistics over real off-diagonal pairs, accumulated batch by batch."""
+    import torch
+
     tokens = pairs = unreachable = reachable = hop_sum = max_hops = 0
     for batch in batches:
         dense = batch.dense_distance()
@@ -88,6 +90,8 @@ def _heatmap(sentence: Any, structures: dict[str, Any], path: Path) -> None:
 
 def demo(limit: int | None, out: Path | None, quiet: bool) -> int:
     """Structures of the bundled UD Czech PUD treebank: a summary table and (with ``out``) a heatmap."""
+    from tqdm import tqdm
+
     from structattn.structures import get_provider
     from structattn.structures.readers.bundled import load_bundled
 
@@ -112,6 +116,8 @@ def demo(limit: int | None, out: Path | None, quiet: bool) -> int:
 
 def precompute(input_path: Path, provider_name: str, options: dict[str, Any], cache_dir: Path, quiet: bool) -> int:
     """Fill the disk cache with the structures of every sentence in a CoNLL-U file."""
+    from tqdm import tqdm
+
     from structattn.structures import get_provider, read_conllu
     from structattn.structures.cache import StructureCache
 
