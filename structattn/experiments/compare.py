@@ -27,7 +27,7 @@ from structattn.experiments.run import (
     prepare_data,
 )
 from structattn.training.data import make_batch
-from structattn.training.distributed import Distributed
+from structattn.training.distributed import Distributed, barrier
 
 
 def _labelled(values: Sequence[str] | Mapping[str, str], what: str) -> dict[str, str]:
@@ -91,6 +91,10 @@ class Comparison:
             task = make_task(spec)
             items = task.splits()["train"][:items_per_task]
             for label, plan in self.settings.items():
+                if task.output == "sequence":  # translation tasks: structattn.experiments.translation
+                    from structattn.experiments.translation import dry_run_translation
+                    dry_run_translation(task, plan, self.setup, items_per_task)
+                    continue
                 providers = make_providers(plan_structures(plan, self.setup.model), self.setup.structures)
                 data = prepare_data(task, providers, self.setup.vocab, quiet=True, items={"train": items, "test": items})
                 model = build_model(task, len(data.vocab), plan, self.setup.model, providers).eval()
@@ -126,6 +130,7 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine)
     used = check_output_folder(out, COMPARE_OUTPUTS, mode)
     done = _finished(out, manifest) if used and mode == "resume" else {}
+    barrier(context)  # every process has seen the folder as it was before the main one writes
     watch = Stopwatch()
     if context.is_main:
         if mode == "overwrite":
@@ -187,6 +192,7 @@ def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", 
     comparison.validate()
     spec, out = comparison.runs()[0], Path(out_dir)
     used = check_output_folder(out, TRAIN_OUTPUTS, mode)
+    barrier(context)
     if context.is_main and mode == "overwrite":
         clear_outputs(out, used, "structattn train")
     last = out / "checkpoints" / "last.pt"

@@ -69,3 +69,10 @@ def all_reduce_sum(values: torch.Tensor, context: Distributed) -> torch.Tensor:
     out = values.clone().to(context.device)
     dist.all_reduce(out, op=dist.ReduceOp.SUM)
     return out.cpu()
+
+
+def barrier(context: Distributed) -> None:
+    """Wait until every process gets here (nothing when alone), e.g. so that all have checked an output
+    folder before the main process writes into it."""
+    if context.enabled and dist.is_initialized():
+        dist.barrier()
