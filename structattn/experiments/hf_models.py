@@ -1,0 +1,233 @@
+"""Hugging Face encoders as comparison settings, fine-tuned by the existing trainer on the existing tasks.
+
+A setting is spelled as a call instead of a plan::
+
+    'bert':            'hf(path="models/tiny_mlm")'
+    'bert+soft_bias':  'hf(path="models/tiny_mlm", plan="soft_bias(dependency)@0-1; full")'
+    'tiny':            'hf(config="tiny_bert", plan="soft_bias(dependency)")'   # random weights, no download
+
+``path`` is a local model directory with its tokenizer (``structattn pretrain`` makes one offline; hub models
+must be downloaded first); ``config`` names a built-in random config (:data:`CONFIGS`), whose WordPiece
+tokenizer is trained on the task's train items. ``plan`` (default ``"full"``) is attached with
+:func:`structattn.hf.attach`. Items are re-tokenized with the model's tokenizer (word-level labels read each
+word's first sub-token, structures aligned with ``align_to_subwords``); the task head sits on the encoder's
+last hidden states.
+
+Learning rates: the trainer builds one AdamW over every parameter with ``training.lr``. The usual
+fine-tuning practice (about 2e-5 for pretrained weights, 1e-3 for new structattn parameters and the head)
+is what :meth:`HFTaskModel.parameter_groups` returns, but the trainer does not consult it yet; until it
+does, set ``training.lr`` for the whole model (see docs/hf.md).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from structattn.encoders.batch import Batch
+from structattn.encoders.calls import parse_call
+from structattn.encoders.encoder import EncoderOutput
+from structattn.encoders.heads import make_head
+from structattn.encoders.plan import parse_plan
+from structattn.hf.attach import attach, attached_layers
+from structattn.hf.collator import check_tokenization
+from structattn.hf.families import max_tokens
+from structattn.hf.interface import eager_attention
+from structattn.hf.loading import from_pretrained
+from structattn.hf.tokenizer import train_wordpiece
+from structattn.structures.providers.base import StructureProvider
+from structattn.structures.sentence import describe_sentence
+
+#: Built-in random BERT configs for ``hf(config=NAME)``.
+CONFIGS: dict[str, dict[str, int]] = {
+    "tiny_bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
+    "small_bert": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+}
+_OPTIONS = ("path", "config", "plan", "vocab_size")
+
+
+def is_hf_setting(setting: str) -> bool:
+    """Whether a comparison setting is an ``hf(...)`` call rather than an attention plan."""
+    return setting.strip().startswith("hf(")
+
+
+def parse_setting(setting: str) -> dict[str, Any]:
+    """The options of ``hf(path=... | config=..., plan=..., vocab_size=...)``.
+
+    Raises:
+        ValueError: positional arguments, unknown options, neither or both of ``path`` and ``config``, or an
+            unknown config name.
+    """
+    call = parse_call(setting, "HF setting")
+    options = dict(call.options)
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if call.args or unknown or ("path" in options) == ("config" in options):
+        raise ValueError(
+            f"HF setting {setting!r}: write hf(path=\"DIR\" or config=\"NAME\", plan=\"...\"); options are {list(_OPTIONS)}"
+            + (f", got unknown {unknown}" if unknown else "")
+        )
+    if "config" in options and options["config"] not in CONFIGS:
+        raise ValueError(f"HF setting {setting!r}: unknown config {options['config']!r}; known: {sorted(CONFIGS)}")
+    options.setdefault("plan", "full")
+    return options
+
+
+def plan_structures(setting: str) -> set[str]:
+    """Names of the structures the setting's plan reads."""
+    options = parse_setting(setting)
+    layers, heads = _sizes(options)
+    return {g.structure for groups in parse_plan(options["plan"], layers, heads) for g in groups if g.structure}
+
+
+def build_model(task: Any, vocab_size: int, setting: str, providers: Mapping[str, StructureProvider]) -> "HFTaskModel":
+    """The HF encoder of ``setting`` (plan attached) under the task's head.
+
+    ``vocab_size`` sizes a random ``config=`` model (the trained tokenizer's size; see :func:`encode_data`);
+    a ``path=`` model keeps its own vocabulary.
+    """
+    from transformers import AutoModel, BertConfig, BertModel
+
+    options = parse_setting(setting)
+    fields = {name: p.provides for name, p in providers.items()}
+    if "path" in options:
+        model = from_pretrained(options["path"], model_class=AutoModel)
+        if not attached_layers(model) and options["plan"] != "full":
+            attach(model, options["plan"], structure_fields=fields)
+        elif attached_layers(model) and options["plan"] not in ("full", model.config.structattn["plan"]):
+            raise ValueError(f"{options['path']} was saved with plan {model.config.structattn['plan']!r}; "
+                             f"the setting asks for {options['plan']!r}")
+    else:
+        model = BertModel(BertConfig(vocab_size=max(vocab_size, 6), pad_token_id=1, **CONFIGS[options["config"]]))
+        attach(model, options["plan"], structure_fields=fields)
+    head = make_head(task.output, model.config.hidden_size, task.num_labels, model.config.hidden_dropout_prob
+                     if hasattr(model.config, "hidden_dropout_prob") else 0.1)
+    return HFTaskModel(model, head)
+
+
+def encode_data(setting: str, data: Any, providers: Mapping[str, StructureProvider], quiet: bool = False) -> Any:
+    """``data`` (a ``PreparedData``) re-encoded with the setting's tokenizer: same items, labels and baseline;
+    token ids, word ids and token-aligned structures from the HF tokenizer."""
+    from dataclasses import replace
+
+    from structattn.training import encode_items
+
+    options = parse_setting(setting)
+    vocab = HFVocab(_tokenizer(options, data), options)
+    examples = {split: encode_items(xs, data.task, vocab, providers, quiet=quiet, desc=f"tokenize {split}")
+                for split, xs in data.items.items()}
+    return replace(data, vocab=vocab, examples=examples)
+
+
+class HFVocab:
+    """The HF tokenizer behind the vocabulary interface ``encode_items`` reads (``encode``, ``splitter``,
+    ``pieces``, ``itos``, ``len``, ``to_dict``)."""
+
+    def __init__(self, tokenizer: Any, options: Mapping[str, Any]) -> None:
+        self.tokenizer, self.options = tokenizer, dict(options)
+        self.splitter = "hf"  # not None: tokens are sub-words, structures get aligned
+        limit = getattr(tokenizer, "model_max_length", None)
+        self.max_length = int(limit) if limit is not None and limit < 10**9 else None
+
+    def encode(self, words: list[str]) -> tuple[list[int], list[int | None]]:
+        enc = self.tokenizer(list(words), is_split_into_words=True, truncation=False, verbose=False)
+        word_ids = enc.word_ids()
+        check_tokenization(words, word_ids, describe_sentence(" ".join(words[:6])), self.max_length)
+        return list(enc["input_ids"]), word_ids
+
+    def pieces(self, word: str) -> list[str]:
+        return self.tokenizer.tokenize(word)
+
+    @property
+    def itos(self) -> list[str]:
+        return self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+
+    def __len__(self) -> int:
+        return len(self.tokenizer)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hf": self.options}
+
+
+class HFTaskModel(nn.Module):
+    """An HF encoder (attached or not) and a structattn task head, with the ``TaskModel`` interface.
+
+    Shapes:
+        forward(batch) -> logits: (b, C) sentence, (b, w, C) token, (b, w, w) pair; w = words (first sub-token).
+    """
+
+    def __init__(self, model: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.hf = model
+        self.head = head
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        logits, _ = self.run(batch)
+        return logits
+
+    def run(self, batch: Batch, return_attention: bool = False, return_bias: bool = False) -> tuple[torch.Tensor, EncoderOutput]:
+        words, word_mask, out = self.encode_words(batch, return_attention, return_bias)
+        return self.head(words, word_mask), out
+
+    def encode_words(self, batch: Batch, return_attention: bool = False,
+                     return_bias: bool = False) -> tuple[torch.Tensor, torch.Tensor, EncoderOutput]:
+        """Each word's first sub-token state, the word mask and the encoder output. Shapes: (b, w, d), (b, w)."""
+        del return_bias  # bias tables are read from ``encoder`` (see bias_records)
+        inputs = {"input_ids": batch.input_ids, "attention_mask": batch.token_mask.long(), "structures": batch.structures}
+        if return_attention:
+            with eager_attention(self.hf):
+                out = self.hf(**inputs, output_attentions=True)
+        else:
+            out = self.hf(**inputs)
+        hidden = out.last_hidden_state
+        starts, word_mask = batch.word_starts
+        words = hidden.gather(1, starts[..., None].expand(-1, -1, hidden.shape[-1]))
+        return words, word_mask, EncoderOutput(hidden, list(out.attentions) if return_attention else None)
+
+    @property
+    def encoder(self) -> SimpleNamespace:
+        """Per layer, the attached head groups and variants (empty for the model's own layers), in the shape
+        ``structattn.experiments.inspect.bias_records`` reads."""
+        attached = attached_layers(self.hf)
+        empty = SimpleNamespace(groups=[], variants=[])
+        layers = [SimpleNamespace(attention=attached.get(k, empty)) for k in range(self.hf.config.num_hidden_layers)]
+        return SimpleNamespace(layers=layers)
+
+    def parameter_groups(self, lr: float = 2e-5, new_lr: float = 1e-3, weight_decay: float = 0.01) -> list[dict[str, Any]]:
+        """AdamW groups for fine-tuning: pretrained weights at ``lr``, the structattn parameters and the head at
+        ``new_lr``; weight matrices decayed, vectors and bias tables not."""
+        groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
+        for name, p in self.named_parameters():
+            is_new = name.startswith("head.") or ".structattn." in name
+            decayed = p.dim() >= 2 and not (".structattn." in name and "policy" not in name)
+            groups.setdefault((is_new, decayed), []).append(p)
+        return [{"params": ps, "lr": new_lr if is_new else lr, "weight_decay": weight_decay if decayed else 0.0}
+                for (is_new, decayed), ps in groups.items()]
+
+
+def _sizes(options: Mapping[str, Any]) -> tuple[int, int]:
+    if "config" in options:
+        sizes = CONFIGS[options["config"]]
+        return sizes["num_hidden_layers"], sizes["num_attention_heads"]
+    from transformers import AutoConfig
+
+    path = options["path"]
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except OSError:
+        from_pretrained(path)  # raises the error that says how to fetch a model
+        raise
+    return config.num_hidden_layers, config.num_attention_heads
+
+
+def _tokenizer(options: Mapping[str, Any], data: Any) -> Any:
+    if "path" in options:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(options["path"])
+    words = [data.task.inputs(x) for x in data.items["train"]]
+    tokenizer = train_wordpiece(words, vocab_size=int(options.get("vocab_size", 2000)))
+    tokenizer.model_max_length = 512
+    return tokenizer
