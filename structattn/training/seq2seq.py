@@ -19,6 +19,7 @@ from structattn.seq2seq.model import Seq2SeqModel
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
+from structattn.training.param_groups import parameter_groups
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
 from structattn.training.trainer import TrainResult
@@ -49,7 +50,7 @@ class Seq2SeqTrainer:
         self.dev_score, self.quiet = dev_score, quiet
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_extra = checkpoint_extra or {}
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0, "loss_count": 0}
         self.result = TrainResult()

@@ -51,3 +51,18 @@ def test_decay_step_with_zero_gradient_touches_only_weight_matrices():
             assert torch.equal(after[name], before[name]), name
     assert any(n.endswith("variants.0.table") for n in before) and any("norm.weight" in n for n in before)
     assert expected_decay("encoder.embedding.weight") and expected_decay("encoder.layers.0.ffn.0.weight")
+
+
+def test_the_translation_trainer_uses_the_same_groups():
+    from structattn.training.seq2seq import Seq2SeqTrainer
+    from tests.seq2seq.helpers import tiny_model
+
+    net = tiny_model("soft_bias(dependency, per_head=True)")
+    trainer = Seq2SeqTrainer(net, TrainConfig(weight_decay=0.2, max_steps=1))
+    by_id = {id(p): group["weight_decay"] for group in trainer.optimizer.param_groups for p in group["params"]}
+    rule = decays(net)
+    assert any(n.endswith(".table") for n in rule) and not all(rule.values())
+    for name, p in net.named_parameters():
+        assert by_id[id(p)] == (0.2 if rule[name] else 0.0), name
+        if name.endswith(".table"):
+            assert by_id[id(p)] == 0.0
