@@ -91,7 +91,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
         print((Path(args.out) / "results.md").read_text())
-        print(f"wrote {args.out}/: results.csv, results.md, config.gin, runs/" + ("" if args.no_plots else ", plots/"))
+        print(f"wrote {args.out}/: results.csv, results.md, config.gin, comparison.json, provenance.json, runs/"
+              + ("" if args.no_plots else ", plots/"))
     return 0
 
 

@@ -104,6 +104,9 @@ def test_train_refuses_used_folders_and_files_before_training(capsys, tmp_path, 
             "--gin-param", "train.task = 'head_selection(limit=30)'"]
     assert cli.main(argv) == 0
     first = (out / "record.json").read_text()
+    provenance = json.loads(first)["provenance"]
+    assert provenance["command"].startswith("structattn train configs/train_example.gin --out ")
+    assert provenance["data"]["task"] == "head_selection(limit=30)" and len(provenance["data"]["sha256"]) == 64
     capsys.readouterr()
     one_line_error(argv, capsys, "already holds structattn outputs (record.json, config.gin, results.csv, results.md, "
                                  "checkpoints); pass --resume")

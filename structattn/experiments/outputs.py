@@ -25,13 +25,15 @@ def used_outputs(out: Path, outputs: Sequence[str]) -> list[str]:
     return [name for name in outputs if (out / name).exists() or (out / name).is_symlink()]
 
 
-def check_output_folder(out: str | Path, outputs: Sequence[str], mode: str = "refuse") -> list[str]:
+def check_output_folder(out: str | Path, outputs: Sequence[str], mode: str = "refuse",
+                        remedy: str = "pass --resume to continue them, --overwrite to replace them") -> list[str]:
     """Fail early when ``out`` cannot take the outputs; return the used names (see the module docstring).
 
     Args:
         out: the output folder (need not exist).
         outputs: the names the command writes into it.
         mode: ``"refuse"`` a used folder, ``"resume"`` it, or ``"overwrite"`` it (see :func:`clear_outputs`).
+        remedy: what the refusal suggests (the flags of the command).
 
     Raises:
         ValueError: ``out`` is a file, cannot be created or written, or is used and ``mode`` is ``"refuse"``.
@@ -46,8 +48,8 @@ def check_output_folder(out: str | Path, outputs: Sequence[str], mode: str = "re
         raise ValueError(f"--out {str(out)!r} cannot be written: {str(existing)!r} is not a writable folder")
     used = used_outputs(out, outputs) if out.is_dir() else []
     if used and mode == "refuse":
-        raise ValueError(f"{str(out)!r} already holds structattn outputs ({', '.join(used)}); pass --resume to "
-                         "continue them, --overwrite to replace them, or choose another --out")
+        raise ValueError(f"{str(out)!r} already holds structattn outputs ({', '.join(used)}); {remedy}, or choose "
+                         "another --out")
     return used
 
 

@@ -65,7 +65,8 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     missing = sorted(set(range(first["runs"])) - set(records))
     if missing:
         raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
-    used = check_output_folder(out, COMPARE_OUTPUTS, "overwrite" if mode == "overwrite" else "refuse")
+    used = check_output_folder(out, COMPARE_OUTPUTS, "overwrite" if mode == "overwrite" else "refuse",
+                               remedy="pass --overwrite to replace them")
     clear_outputs(out, used, "structattn merge")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.gin").write_text((first_dir / "config.gin").read_text())

@@ -115,7 +115,7 @@ def test_merge_checks_its_own_output_folder(finished, tmp_path):
     with pytest.raises(ValueError, match="run 0 is in both"):
         merge([finished, out], tmp_path / "m", plots=False)
     merge([finished], tmp_path / "m2", plots=False)
-    with pytest.raises(ValueError, match="already holds structattn outputs"):
+    with pytest.raises(ValueError, match="already holds structattn outputs .*; pass --overwrite to replace them"):
         merge([finished], tmp_path / "m2", plots=False)
     assert len(merge([finished], tmp_path / "m2", plots=False, mode="overwrite")) == 2
 
