@@ -98,4 +98,4 @@ class AttachedAttention(nn.Module):
                 f"{where}: structure {group.structure!r} pads row {row} differently from the attention_mask "
                 f"({int(structure_mask[row].sum())} vs {int(token_mask[row].sum())} real tokens)"
             )
-        return structure if structure.distance is None or structure.distance.device == token_mask.device else structure.to(token_mask.device)
+        return structure if structure_mask is structure.token_mask else structure.to(token_mask.device)
