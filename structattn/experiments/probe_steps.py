@@ -130,14 +130,19 @@ def padded(hidden: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class _Structural(ProbeStep):
-    """Fit a structural probe on frozen train states (first ``max_train`` items), score it on test."""
+    """Fit a structural probe on frozen train states (first ``max_train`` items), score it on test;
+    ``gold_edges`` picks the gold UUAS edges (``"reference"``: as the paper's code; ``"tree"``; see
+    :mod:`structattn.probes.structural`)."""
 
     probe_class: type[structural.StructuralProbe]
     prefix: str
     keys: tuple[str, ...]
 
-    def __init__(self, epochs: int = 20, lr: float = 1e-3, rank: int | None = None, max_train: int = 1000) -> None:
-        self.epochs, self.lr, self.rank, self.max_train = epochs, lr, rank, max_train
+    def __init__(self, epochs: int = 20, lr: float = 1e-3, rank: int | None = None, max_train: int = 1000,
+                 gold_edges: str = "reference") -> None:
+        if gold_edges not in structural.GOLD_EDGES:
+            raise ValueError(f"probe step {self.name!r}: gold_edges must be one of {structural.GOLD_EDGES}, got {gold_edges!r}")
+        self.epochs, self.lr, self.rank, self.max_train, self.gold_edges = epochs, lr, rank, max_train, gold_edges
 
     def run(self, model, data, examples, seed, device):
         sets = {}
@@ -149,7 +154,7 @@ class _Structural(ProbeStep):
         probe = self.probe_class(d, self.rank or d)
         structural.fit_probe(probe, *sets["train"], epochs=self.epochs, lr=self.lr, seed=seed, progress=False)
         punct = all(s.upos is not None for s in sets["train"][2] + sets["test"][2])
-        scores = structural.evaluate(probe, *sets["test"], exclude_punct=punct)
+        scores = structural.evaluate(probe, *sets["test"], exclude_punct=punct, gold_edges=self.gold_edges)
         return {f"{self.prefix}_{k}": scores[k] for k in self.keys}
 
 

@@ -190,22 +190,32 @@ def test_reorder_positions_scores_pointers_over_every_word(capsys):
     assert "'reorder_positions': task 'ssan_bigram_shift' is not 'ssan_word_reordering'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("scoring", ["symmetric", "directed_gold_root"])
-def test_tree_induction_step_scorings_recover_a_forced_tree_without_punctuation(scoring):
-    """An untrained hard_mask(dependency) model attends only along gold edges (and to itself): the symmetric
-    MST and the arborescence at the gold root are then the gold tree. Punctuation is excluded by default, so
-    the step's baselines equal the punctuation-free ones."""
-    from structattn.probes.tree_induction import right_branching_uuas
+@pytest.mark.parametrize("scoring", ["symmetric", "marecek_rosa", "directed_gold_root"])
+def test_tree_induction_step_scores_each_scoring_without_punctuation(scoring):
+    """The step's metrics are tree_induction_uuas on the model's word-level attention, punctuation excluded by
+    default. An untrained hard_mask(dependency) model attends only along gold edges (and to itself), so the
+    symmetric MST is the gold tree (the directed and Mareček-Rosa scorings need not be: a word may attend to
+    its dependent more than its head gives it)."""
+    from structattn.experiments.probe_steps import _pad_square, word_outputs
+    from structattn.probes.tree_induction import right_branching_uuas, tree_induction_uuas
 
     task = make_task("depth_tagging(limit=30)")
     data = prepare_data(task, make_providers(["dependency"], {}), {}, quiet=True)
     model = build_model(task, len(data.vocab), "hard_mask(dependency)", MODEL, make_providers(["dependency"], {}))
     out = run_probe_steps([f"tree_induction(max_items=10, scoring={scoring!r})"], model, data, data.examples, 0)
-    assert out["tree_uuas_best"] == pytest.approx(1.0)
-    assert all(v == pytest.approx(1.0) for k, v in out.items() if k.startswith("tree_uuas_L"))
     test = data.items["test"][:10]
+    _, weights = word_outputs(model, data.examples["test"][:10], "token", "cpu", attention=True)
+    n = max(len(s) for s in test)
+    layers = [torch.stack([_pad_square(w[layer], n) for w in weights]) for layer in range(2)]
+    rows = tree_induction_uuas(layers, test, scoring=scoring)
+    assert {k: v for k, v in out.items() if k.startswith("tree_uuas_L")} == {
+        f"tree_uuas_L{r['layer']}H{r['head']}": r["uuas"] for r in rows}
+    if scoring == "symmetric":
+        assert out["tree_uuas_best"] == pytest.approx(1.0)
     assert any(u == "PUNCT" for s in test for u in s.upos)
     assert out["tree_uuas_right_branching"] == right_branching_uuas(test, exclude_punct=True)
     assert out["tree_uuas_right_branching"] != right_branching_uuas(test, exclude_punct=False)
     with pytest.raises(ValueError, match="unknown scoring 'mst'"):
         make_probe_step("tree_induction(scoring='mst')")
+    with pytest.raises(ValueError, match="gold_edges must be one of"):
+        make_probe_step("structural_distance(gold_edges='mst')")
