@@ -27,6 +27,7 @@ from typing import Any, Callable, ClassVar
 import torch
 from torch import nn
 
+from structattn.attention.learned import LearnedQuantity
 from structattn.registry import Registry
 from structattn.structures.structure import Structure
 
@@ -91,6 +92,12 @@ class StructuredAttention(nn.Module):
                 f"attention variant {getattr(owner, 'name', owner.__name__)!r}{detail} needs structure field(s) "
                 f"{missing}, but {source} provides only {sorted(available)}"
             )
+
+    def learned_quantities(self) -> list[LearnedQuantity]:
+        """What the variant learned, for results, plots and bias tables: a list of
+        :class:`~structattn.attention.learned.LearnedQuantity` (name, values ``(h or 1, K)``, column labels).
+        Default: nothing. Override it in a variant with parameters worth reporting (tables, scales, sigmas)."""
+        return []
 
     def field_detail(self) -> str:
         """Hook: text after the variant's name in a missing-field error of a built module (default none)."""

@@ -116,6 +116,23 @@ def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: tor
     return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
+def sdpa_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Fused SDPA with an additive float ``bias`` over the ``allowed`` keys (a finite minimum elsewhere); a row
+    with no allowed key outputs zeros. Half inputs on CPU are computed in float32. Differentiable in ``bias``.
+
+    Shapes:
+        q, k, v ``(b, h, n, d)``; bias float ``(b, 1|h, n, n)``; allowed bool broadcastable to ``(b, h, n, n)``.
+    """
+    dtype = q.dtype
+    cd = compute_dtype(dtype) if q.device.type == "cpu" else dtype
+    mask = torch.where(allowed, bias.to(cd), mask_value(cd))
+    keep = allowed.any(dim=-1, keepdim=True)
+    out = F.scaled_dot_product_attention(q.to(cd), k.to(cd), v.to(cd), attn_mask=mask).to(dtype)
+    if q.device.type == "cpu" and bool(keep.all()):
+        return out
+    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
 def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: Sequence[int]) -> torch.Tensor:
     """Bucket of every pair, compact (uint8 when it fits, else int32).
 
@@ -399,3 +416,35 @@ def table_bias_attention(
         out, weights = naive_attention(q, k, v, bias=bias, allowed=allowed)
         return out, weights if return_weights else None
     return bucket_bias_attention(q, k, v, table, index, token_mask, backend), None
+
+
+def flex_dense_bias(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, allowed: torch.Tensor
+) -> torch.Tensor:
+    """FlexAttention with ``score_mod = score + bias[b, h, i, j]`` on allowed pairs, ``-inf`` elsewhere (compiled;
+    CUDA training, CPU forward); a row with no allowed key outputs zeros.
+
+    Shapes:
+        q, k, v ``(b, h, n, d)``; bias ``(b, 1|h, n, n)`` or None; allowed bool broadcastable to ``(b, h, n, n)``.
+    """
+    if q.device.type == "cpu" and torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (q, k, v, bias)
+    ):
+        raise ValueError(
+            "backend 'flex' has no CPU backward (FlexAttention trains only on CUDA); use backend='sdpa' for CPU "
+            "training or run under torch.no_grad()"
+        )
+    b, h, n, _ = q.shape
+    per_head = allowed.shape[1] != 1 or (bias is not None and bias.shape[1] != 1)
+    heads = h if per_head else 1
+    gate = allowed.expand(b, heads, n, n).contiguous()
+    add = torch.zeros((), device=q.device) if bias is None else bias.float().expand(b, heads, n, n).contiguous()
+
+    def score_mod(score, bi, hi, i, j):
+        hh = hi if per_head else 0
+        shifted = score if bias is None else score + add[bi, hh, i, j]
+        return torch.where(gate[bi, hh, i, j], shifted, -float("inf"))
+
+    out = _compiled_flex()(q, k, v, score_mod=score_mod)
+    keep = allowed.any(dim=-1, keepdim=True)
+    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))

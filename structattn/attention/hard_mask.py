@@ -6,19 +6,20 @@ from collections.abc import Sequence
 
 import torch
 
-from structattn.attention import functional as fn
-from structattn.attention.base import StructuredAttention, key_padding, register_attention
+from structattn.attention.base import key_padding, register_attention
+from structattn.attention.biased import BiasedAttention
 from structattn.structures.structure import Structure
 
 
 @register_attention("hard_mask")
-class HardMaskAttention(StructuredAttention):
+class HardMaskAttention(BiasedAttention):
     """Attention restricted to ``0 <= dist_ij <= radius`` (radius 1: the token itself and its tree
     neighbours); unreachable pairs and padding are never allowed. Optionally only ``masked_heads`` are
     restricted and the other heads attend to every real token, as ``full`` does.
 
     A query row with no allowed key (a padded query; a real token whose own distance is not 0) outputs a
-    zero vector and an all-zero weight row.
+    zero vector and an all-zero weight row. A :class:`~structattn.attention.biased.BiasedAttention` with only
+    an :meth:`allowed` mask (a ``-inf`` bias elsewhere): fused SDPA with a boolean mask, eager with the weights.
 
     Args:
         num_heads: h.
@@ -44,7 +45,7 @@ class HardMaskAttention(StructuredAttention):
             raise ValueError(
                 f"hard_mask: masked_heads {heads} must be distinct head indices in [0, {num_heads}); bad: {bad}"
             )
-        self.radius = radius
+        self.radius, self.backend = radius, "sdpa"
         is_masked = torch.zeros(num_heads, dtype=torch.bool)
         is_masked[heads] = True
         self.register_buffer("is_masked_head", is_masked, persistent=False)
@@ -60,22 +61,6 @@ class HardMaskAttention(StructuredAttention):
             return near[:, None]
         free = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]
         return torch.where(self.is_masked_head.to(device)[None, :, None, None], near[:, None], free)
-
-    def attend(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        structure: Structure | None,
-        *,
-        hidden: torch.Tensor | None,
-        return_weights: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        assert structure is not None  # guaranteed by requires
-        allowed = self.allowed(structure, q.shape[0], q.device)
-        if return_weights:
-            return fn.naive_attention(q, k, v, allowed=allowed)
-        return fn.sdpa_allowed(q, k, v, allowed), None
 
     def extra_repr(self) -> str:
         return f"radius={self.radius}, masked_heads={self.is_masked_head.nonzero().flatten().tolist()}"

@@ -8,10 +8,12 @@ import torch
 from torch import nn
 
 from structattn.attention import functional as fn
-from structattn.attention.base import StructuredAttention, key_padding, register_attention
+from structattn.attention.base import key_padding, register_attention
+from structattn.attention.biased import BACKENDS, BiasedAttention
+from structattn.attention.learned import LearnedQuantity
 from structattn.structures.structure import Structure
 
-BACKENDS = ("sdpa", "flex", "naive")
+__all__ = ["BACKENDS", "SoftBiasAttention", "bucket_edges", "distance_buckets"]
 
 
 def bucket_edges(
@@ -63,13 +65,15 @@ def distance_buckets(
 
 
 @register_attention("soft_bias")
-class SoftBiasAttention(StructuredAttention):
+class SoftBiasAttention(BiasedAttention):
     """Scores plus a learned bias per distance bucket (structural / syntax-guided bias):
     ``score_ij = q_i . k_j / sqrt(d) + scale * table[bucket(dist_ij)]``, softmax over real keys.
 
     Buckets: see :func:`bucket_edges`; one more bucket (the last) for unreachable real pairs (distance -1),
     distinct from padding. Padded keys get no bias and stay masked; padded query rows output zeros. The table
-    starts at zero, so an untrained module equals ``full``.
+    starts at zero, so an untrained module equals ``full``. A :class:`~structattn.attention.biased.BiasedAttention`:
+    its :meth:`bucket_bias` routes the fast paths through the bucket-table kernels. Reports its effective table
+    (``scale * table``) with the bucket labels (:meth:`learned_quantities`).
 
     Args:
         num_heads: h.
@@ -101,10 +105,9 @@ class SoftBiasAttention(StructuredAttention):
         backend: str = "sdpa",
     ) -> None:
         super().__init__(num_heads, head_dim)
-        if backend not in BACKENDS:
-            raise ValueError(f"soft_bias: backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = self.check_backend(backend)
         self.lower_edges = bucket_edges(max_distance, log_buckets_from, num_log_buckets)
-        self.max_distance, self.per_head, self.backend = max_distance, per_head, backend
+        self.max_distance, self.per_head = max_distance, per_head
         self.log_buckets_from, self.num_log_buckets = log_buckets_from, num_log_buckets
         num_buckets = len(self.lower_edges) + 1
         self.table = nn.Parameter(torch.zeros(num_heads, num_buckets) if per_head else torch.zeros(num_buckets))
@@ -124,29 +127,27 @@ class SoftBiasAttention(StructuredAttention):
         """``scale * table``: ``(K)`` or ``(h, K)``."""
         return self.table if self.scale is None else self.scale * self.table
 
-    def bias(self, structure: Structure, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def bucket_bias(
+        self, structure: Structure, batch_size: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The fast path of :class:`BiasedAttention`: ``(scale * table, bucket codes (b, n, n))``."""
+        return self.effective_table(), self.bucket_index(structure, batch_size, device)
+
+    def bias(
+        self, structure: Structure, batch_size: int, num_heads: int, device: torch.device, dtype: torch.dtype
+    ) -> torch.Tensor:
         """Additive score bias ``scale * table[bucket]``, without masking: ``0`` on pairs with a padded token.
 
         Shapes:
             returns ``(b, 1, n, n)`` (shared table) or ``(b, h, n, n)`` (``per_head=True``).
         """
-        b = structure.token_mask.shape[0] if structure.is_batched else 1
-        index = self.bucket_index(structure, b, self.table.device)
-        return fn.gather_bias(fn.extend_table(self.effective_table(), 0.0, dtype), index)
+        index = self.bucket_index(structure, batch_size, device)
+        return fn.gather_bias(fn.extend_table(self.effective_table().to(device), 0.0, dtype), index)
 
-    def attend(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        structure: Structure | None,
-        *,
-        hidden: torch.Tensor | None,
-        return_weights: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        assert structure is not None  # guaranteed by requires
-        index, token_mask = distance_buckets(structure, q.shape[0], q.device, self.lower_edges)
-        return fn.table_bias_attention(q, k, v, self.effective_table(), index, token_mask, self.backend, return_weights)
+    def learned_quantities(self) -> list[LearnedQuantity]:
+        """The effective table ``scale * table`` as ``(1 or h, K)`` with the bucket labels."""
+        table = self.effective_table().detach()
+        return [LearnedQuantity("bias", table.reshape(-1, table.shape[-1]), self.bucket_labels())]
 
     def extra_repr(self) -> str:
         return f"buckets={self.bucket_labels()}, per_head={self.per_head}, backend={self.backend!r}"

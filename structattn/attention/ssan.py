@@ -14,6 +14,8 @@ from einops import rearrange
 from torch import nn
 
 from structattn.attention.base import ATTENTION, StructuredAttention, key_padding, register_attention
+from structattn.attention.biased import BiasedAttention
+from structattn.attention.learned import LearnedQuantity
 from structattn.attention.ssan_kernels import SelectiveAttention
 from structattn.structures.structure import Structure
 
@@ -91,8 +93,8 @@ class SelectiveSelfAttention(StructuredAttention):
             real keys, then over real queries, of ``-H(sigmoid(E))`` (its ``nce``); any sign, default 0.
         generator: a ``torch.Generator`` or an int seed for the noise (``None`` seeds one from the global RNG).
             The noise is drawn on the generator's device and moved to the input's.
-        structure_bias: ``"soft_bias"`` (any registered variant with a ``bias(structure, dtype)`` method)
-            to add a structural bias to ``s`` inside the selected set; the instance then requires that
+        structure_bias: ``"soft_bias"`` (any registered :class:`~structattn.attention.biased.BiasedAttention`
+            without an ``allowed`` mask, e.g. a user's ``gaussian_bias``) to add its ``bias(...)`` to ``s`` inside the selected set; the instance then requires that
             variant's fields. Check a built module with ``module.check_fields(available)`` (instance
             level); ``SelectiveSelfAttention.check_fields`` on the class checks the plain variant (no field).
         structure_bias_options: keyword options of the bias variant.
@@ -158,9 +160,18 @@ class SelectiveSelfAttention(StructuredAttention):
                 raise ValueError(f"ssan: structure_bias_options {sorted(options)} given without structure_bias")
             return None
         bias_cls = ATTENTION.get(name)
-        if not callable(getattr(bias_cls, "bias", None)):
-            raise ValueError(f"ssan: structure_bias {name!r} has no bias(structure, dtype) method (use 'soft_bias')")
-        return bias_cls(num_heads=self.num_heads, head_dim=self.head_dim, **options)
+        if not issubclass(bias_cls, BiasedAttention):
+            raise ValueError(
+                f"ssan: structure_bias {name!r} is not a BiasedAttention (no bias(...) hook); use e.g. 'soft_bias'"
+            )
+        module = bias_cls(num_heads=self.num_heads, head_dim=self.head_dim, **options)
+        if type(module).allowed is not BiasedAttention.allowed:
+            raise ValueError(f"ssan: structure_bias {name!r} restricts keys (an allowed mask); only additive biases compose")
+        return module
+
+    def learned_quantities(self) -> list[LearnedQuantity]:
+        """Those of the structure bias (e.g. ``soft_bias``'s table); nothing without one."""
+        return [] if self.structure_bias is None else self.structure_bias.learned_quantities()
 
     def field_detail(self) -> str:
         """Names the structure bias in missing-field errors (see :meth:`StructuredAttention.check_fields`)."""
@@ -205,7 +216,7 @@ class SelectiveSelfAttention(StructuredAttention):
         bias = None
         if self.structure_bias is not None:
             assert structure is not None
-            bias = self.structure_bias.bias(structure, work)
+            bias = self.structure_bias.bias(structure, b, h, q.device, work)
         out, weights, selected = SelectiveAttention.apply(
             energy, noise, scratch, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
             real[:, None, None, :], real[:, None, :, None], kernel_soft, self.threshold,

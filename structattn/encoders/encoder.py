@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from structattn.attention.learned import LearnedQuantity
 from structattn.encoders.layer import EncoderLayer
 from structattn.structures.structure import Structure
 
@@ -88,6 +89,10 @@ class Encoder(nn.Module):
             attentions=attentions if return_attention else None,
             bias_tables=self.bias_tables() if return_bias else None,
         )
+
+    def learned_quantities(self) -> list[dict[str, list[LearnedQuantity]]]:
+        """Per layer, its head groups' learned quantities by group label (empty dicts for layers without any)."""
+        return [layer.attention.learned_quantities() for layer in self.layers]
 
     def bias_tables(self) -> list[dict[str, torch.Tensor]]:
         """Per layer, the learned bias tables of its head groups (empty dicts for layers without one)."""

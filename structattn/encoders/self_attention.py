@@ -7,6 +7,7 @@ from einops import rearrange
 from torch import nn
 
 from structattn.attention.base import StructuredAttention
+from structattn.attention.learned import LearnedQuantity
 from structattn.encoders.plan import HeadGroup
 from structattn.structures.structure import Structure
 
@@ -53,21 +54,21 @@ class StructuredSelfAttention(nn.Module):
         merged = rearrange(torch.cat(outs, dim=1), "b h n d -> b n (h d)")
         return self.out(merged), torch.cat(weights, dim=1) if return_weights else None
 
-    def bias_tables(self) -> dict[str, torch.Tensor]:
-        """Learned bias tables of the groups whose variant has one (see :func:`learned_bias`), by group label
-        (prefixed with the group's position when the layer has several groups)."""
+    def learned_quantities(self) -> dict[str, list[LearnedQuantity]]:
+        """Each group's :meth:`~structattn.attention.base.StructuredAttention.learned_quantities`, by group label
+        (prefixed with the group's position when the layer has several groups); groups reporting none left out."""
         out = {}
         for k, (group, module) in enumerate(zip(self.groups, self.variants)):
-            table = learned_bias(module)
-            if table is not None:
-                out[group.label if len(self.groups) == 1 else f"{k}:{group.label}"] = table
+            quantities = module.learned_quantities()
+            if quantities:
+                out[group.label if len(self.groups) == 1 else f"{k}:{group.label}"] = quantities
         return out
 
-
-def learned_bias(module: nn.Module) -> torch.Tensor | None:
-    """The bias a variant adds per distance bucket: ``effective_table()`` when it has one (``soft_bias``:
-    ``scale * table``), else its ``table`` parameter, else ``None``; detached."""
-    if callable(getattr(module, "effective_table", None)):
-        return module.effective_table().detach()
-    table = getattr(module, "table", None)
-    return table.detach() if isinstance(table, torch.Tensor) else None
+    def bias_tables(self) -> dict[str, torch.Tensor]:
+        """The learned quantities' values ``(h or 1, K)`` by group label (``label/name`` when a group reports
+        several), e.g. ``soft_bias``'s effective table ``scale * table``."""
+        out = {}
+        for label, quantities in self.learned_quantities().items():
+            for quantity in quantities:
+                out[label if len(quantities) == 1 else f"{label}/{quantity.name}"] = quantity.values
+        return out

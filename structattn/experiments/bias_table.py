@@ -1,7 +1,8 @@
 """The learned bias per distance bucket per layer, over seeds: a markdown table from run records.
 
 Each record's ``bias`` (see :func:`structattn.experiments.inspect.bias_records`) holds, per layer and head
-group, the effective bias ``values[head][bucket]``. The table averages heads within a run, then reports
+group, each learned quantity ``values[head][column]`` (a bias table per bucket, or e.g. a sigma; quantities other
+than ``"bias"`` get their own rows, the group shown as ``"group name"``). The table averages heads within a run, then reports
 mean ± std over the runs (seeds) of each setting, one row per (setting, layer, group), one column per
 bucket, and marks the bucket with the largest mean bias.
 """
@@ -23,7 +24,8 @@ def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     labels: dict[tuple, list[str]] = {}
     for r in records:
         for table in r.get("bias", []):
-            key = (r["task_label"], r["setting"], table["layer"], table["group"])
+            group = table["group"] if table.get("name", "bias") == "bias" else f"{table['group']} {table['name']}"
+            key = (r["task_label"], r["setting"], table["layer"], group)
             heads = table["values"]
             cells[key].append([statistics.fmean(h[k] for h in heads) for k in range(len(table["labels"]))])
             labels[key] = table["labels"]

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from structattn.encoders.model import TaskModel
-from structattn.encoders.self_attention import learned_bias
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.providers.base import get_provider
 from structattn.training.data import Example, make_batch
@@ -17,32 +16,16 @@ if TYPE_CHECKING:
 
 
 def bias_records(model: TaskModel) -> list[dict[str, Any]]:
-    """Every learned bias table (see :func:`learned_bias`), as ``values[head][bucket]``.
-
-    Bucket names come from the variant's ``bucket_labels()`` when it has one (else ``"0", "1", ...``).
-    """
+    """Every learned quantity of every variant (``StructuredAttention.learned_quantities()``: bias tables,
+    scales, sigmas), as ``{"layer", "group", "name", "learned", "labels", "values": values[head][column]}``."""
     out = []
     for layer, block in enumerate(model.encoder.layers):
         attention = block.attention
         for group, module in zip(attention.groups, attention.variants):
-            table = learned_bias(module)
-            if table is None:
-                continue
-            values = table.float().cpu()
-            labels = [str(x) for x in module.bucket_labels()] if hasattr(module, "bucket_labels") else None
-            values = _per_head(values, len(labels) if labels else values.shape[-1])
-            labels = labels or [str(k) for k in range(values.shape[-1])]
-            out.append({"layer": layer, "group": group.label, "labels": labels, "values": values.tolist()})
+            for quantity in module.learned_quantities():
+                out.append({"layer": layer, "group": group.label, "name": quantity.name, "learned": quantity.learned,
+                            "labels": list(quantity.labels), "values": quantity.values.float().cpu().tolist()})
     return out
-
-
-def _per_head(values: torch.Tensor, buckets: int) -> torch.Tensor:
-    """``(heads, buckets)`` from a table stored as ``(buckets,)``, ``(..., buckets)`` or ``(buckets, heads)``."""
-    if values.shape[-1] == buckets:
-        return values.reshape(-1, buckets)
-    if values.shape[0] == buckets:
-        return values.reshape(buckets, -1).T
-    raise ValueError(f"bias table of shape {tuple(values.shape)} does not match {buckets} bucket labels")
 
 
 def pick_sentence(examples: Sequence[Example], shortest: int = 6, longest: int = 14) -> int:

@@ -78,6 +78,8 @@ def plot_bias(runs: Sequence[Record], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     mixed = len({e["group"] for e in first["bias"]}) > 1
     for k, entry in enumerate(first["bias"]):
+        if entry["labels"] != first["bias"][0]["labels"]:  # another kind of quantity (e.g. a sigma): not on this axis
+            continue
         values = np.mean([np.asarray(r["bias"][k]["values"]) for r in runs], axis=0)  # (heads, buckets)
         x = np.arange(values.shape[1])
         label = f"layer {entry['layer']}" + (f": {entry['group']}" if mixed else "")

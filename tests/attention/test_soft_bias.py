@@ -117,16 +117,16 @@ def test_learnable_scale_matches_reference_and_scales_the_bias(generator):
     module = make(H, D, learnable_scale=True).double()
     structure = dependency_structure([7, 5], generator, forests=True)
     assert_matches_reference(module, structure, generator)
-    before = module.bias(structure, torch.float64)
+    before = module.bias(structure, B, H, torch.device("cpu"), torch.float64)
     with torch.no_grad():
         module.scale.mul_(2)
-    torch.testing.assert_close(module.bias(structure, torch.float64), 2 * before)
+    torch.testing.assert_close(module.bias(structure, B, H, torch.device("cpu"), torch.float64), 2 * before)
 
 
 def test_bias_values_unreachable_and_padding(generator):
     module = make(H, D, per_head=True)
     structure = dependency_structure([7, 5], generator, forests=True)
-    bias = module.bias(structure)
+    bias = module.bias(structure, B, H, torch.device("cpu"), torch.float32)
     assert bias.shape == (B, H, 7, 7)
     real = structure.token_mask[:, :, None] & structure.token_mask[:, None, :]
     unreachable = real & (structure.distance < 0)
@@ -134,7 +134,7 @@ def test_bias_values_unreachable_and_padding(generator):
     table = module.effective_table().detach()  # scale * table
     torch.testing.assert_close(bias.transpose(0, 1)[:, unreachable], table[:, -1:].expand(H, int(unreachable.sum())))
     assert torch.all(bias.transpose(0, 1)[:, ~real] == 0), "pairs with a padded token get no bias"
-    assert get_attention("soft_bias", num_heads=H, head_dim=D).bias(structure).shape == (B, 1, 7, 7)
+    assert get_attention("soft_bias", num_heads=H, head_dim=D).bias(structure, B, H, torch.device("cpu"), torch.float32).shape == (B, 1, 7, 7)
 
 
 def test_unreachable_bucket_is_not_padding(generator):
