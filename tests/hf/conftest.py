@@ -11,6 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from structattn.hf.tokenizer import train_wordpiece  # noqa: E402
 from structattn.structures import load_bundled  # noqa: E402
+from tests.threads import one_thread  # noqa: E402,F401  (autouse fixture: one intra-op thread)
 
 HIDDEN, LAYERS, HEADS, FFN = 32, 2, 4, 37
 

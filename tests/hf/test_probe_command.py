@@ -49,7 +49,7 @@ def model_dir(tmp_path_factory, tokenizer):
 
 def test_probe_command_writes_table_csv_and_plot(model_dir, tmp_path, capsys):
     out = tmp_path / "probe"
-    assert main([str(model_dir), "--treebank", str(bundled_treebank()), "--limit", "40", "--out", str(out),
+    assert main([str(model_dir), "--treebank", str(bundled_treebank()), "--limit", "24", "--out", str(out),
                  "--epochs", "2", "--quiet"]) == 0
     rows = list(csv.DictReader(open(out / "probe.csv")))
     assert list(rows[0]) == ["model", "layer", "head", "probe", "metric", "value"]
@@ -65,7 +65,7 @@ def test_probe_command_writes_table_csv_and_plot(model_dir, tmp_path, capsys):
         assert value == value and (r["metric"] == "spearman" or 0 <= value <= 1), r
     assert (out / "probe.png").stat().st_size > 0 and "| random control | 2 |" in (out / "probe.md").read_text()
     assert "probe.csv" in capsys.readouterr().out
-    python_rows = probe_model(H.from_pretrained(model_dir), _tokenizer(model_dir), load_bundled(40),
+    python_rows = probe_model(H.from_pretrained(model_dir), _tokenizer(model_dir), load_bundled(24),
                               name=model_dir.name, epochs=2, progress=False)
     assert [float(r["value"]) for r in rows if r["model"] == model_dir.name] == [r["value"] for r in python_rows]
 
