@@ -205,3 +205,27 @@ def test_bad_plans_and_double_attach(tokenizer):
     H.attach(model, "soft_bias(dependency)")
     with pytest.raises(ValueError, match="already"):
         H.attach(model, "soft_bias(dependency)")
+
+
+@pytest.mark.parametrize("family", ["bert", "electra"])
+def test_zero_soft_bias_equals_unattached_over_eager(family, tokenizer, short_sentences):
+    """Over the eager base the additive float mask is read as the padding (the sdpa base gets a bool mask)."""
+    model = tiny_model(family, tokenizer)
+    model.set_attn_implementation("eager")
+    reference = copy.deepcopy(model)
+    H.attach(model, "soft_bias(dependency)")
+    assert model.config._attn_implementation == "structattn_eager"
+    batch = _batch(tokenizer, short_sentences)
+    with torch.no_grad():
+        torch.testing.assert_close(_real(model(**batch), batch), _real(reference(**_plain(batch)), batch),
+                                   atol=1e-6, rtol=0)
+
+
+def test_structure_padded_unlike_the_attention_mask_is_refused(tokenizer, short_sentences):
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "soft_bias(dependency)")
+    batch = _batch(tokenizer, short_sentences)
+    mask = batch["attention_mask"].clone()
+    mask[0, -1] = 0  # the structure says this token is real
+    with pytest.raises(ValueError, match=r"layer 0.*pads row 0 differently"):
+        model(**{**batch, "attention_mask": mask})

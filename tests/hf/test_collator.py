@@ -67,3 +67,16 @@ def test_slow_tokenizer_and_left_padding_are_refused(tokenizer):
             StructureCollator(tokenizer)
     finally:
         tokenizer.padding_side = "right"
+
+
+@pytest.mark.parametrize("ids, message", [
+    ([None, 0, 2, None], "word id 2, but the sentence has 2 words"),
+    ([None, 1, 0, None], "reorders words"),
+    ([None, 0, 0, None], r"word 1 \('b'\) has no token"),
+])
+def test_check_tokenization_refuses_what_the_structure_cannot_follow(ids, message):
+    from structattn.hf.collator import check_tokenization
+
+    with pytest.raises(ValueError, match=message):
+        check_tokenization(["a", "b"], ids, "sentence 'x'", None)
+    check_tokenization(["a", "b"], [None, 0, 1, 1, None], "sentence 'x'", 5)  # a good one passes
