@@ -6,6 +6,7 @@ it forward; run-setting files are completed into a one-run tiny experiment (bind
 ``%gin.REQUIRED``) and dry-run.
 """
 
+import re
 from pathlib import Path
 
 import gin
@@ -56,8 +57,17 @@ def forward_once(plan: str) -> None:
     assert logits.shape[:2] == (2, max(len(x) for x in items)) and torch.isfinite(logits).all()
 
 
+def load_plugins_named_in(path: Path) -> None:
+    """A config whose usage line says ``--import FILE`` (e.g. examples/compare.gin) gets that plugin first."""
+    from structattn import plugins
+
+    specs = re.findall(r"--import[ =](\S+)", path.read_text())
+    plugins.load_plugins([str(ROOT / s) if s.endswith(".py") else s for s in specs])
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_config_loads_and_runs_forward(path):
+    load_plugins_named_in(path)
     parts = path.relative_to(ROOT).parts
     folder = parts[1] if parts[0] == "configs" and len(parts) > 2 else None
     if folder == "models":
