@@ -57,30 +57,44 @@ def one_tree(parts: Sequence[Sentence], sentence_id: str | None) -> Sentence:
 
 
 def parse_english(texts: Sequence[str], ids: Sequence[str | None], model: str = ENGLISH_PARSER) -> list[Sentence]:
-    """English sentences with spaCy trees (one tree per text, see :func:`one_tree`)."""
+    """English sentences with spaCy trees (one tree per text, see :func:`one_tree`); parsed once per process."""
+    return [_copy(s) for s in _parse_english(tuple(texts), tuple(ids), model)]
+
+
+@lru_cache(maxsize=4)
+def _parse_english(texts: tuple[str, ...], ids: tuple[str | None, ...], model: str) -> tuple[Sentence, ...]:
     from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 
     parsed = SpacyAnnotator(model).parse(list(texts))
-    return [one_tree(parts, i) for parts, i in zip(parsed, ids)]
+    return tuple(one_tree(parts, i) for parts, i in zip(parsed, ids))
+
+
+def _copy(s: Sentence) -> Sentence:
+    return dataclasses.replace(s, meta=dict(s.meta))
 
 
 def parse_pretokenized(sentences: Sequence[Sentence], model: str = CZECH_PARSER) -> list[Sentence]:
     """Copies of ``sentences`` whose heads come from a spaCy parser run on their own words (same tokens, so
-    trees compare word by word); a parse split into several sentences becomes one tree (:func:`one_tree`)."""
+    trees compare word by word); a parse split into several sentences becomes one tree (:func:`one_tree`).
+    Each word list is parsed once per process."""
+    trees = _parse_words(tuple(tuple(s.words) for s in sentences), model)
+    return [dataclasses.replace(s, heads=list(t.heads), deprels=list(t.deprels), edges=None, meta={**s.meta, "parser": model})
+            for s, t in zip(sentences, trees)]
+
+
+@lru_cache(maxsize=4)
+def _parse_words(words: tuple[tuple[str, ...], ...], model: str) -> tuple[Sentence, ...]:
     from spacy.tokens import Doc
 
     from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 
     nlp = SpacyAnnotator(model).nlp
-    docs = nlp.pipe(Doc(nlp.vocab, words=list(s.words)) for s in sentences)
     out = []
-    for s, doc in zip(sentences, docs):
+    for k, doc in enumerate(nlp.pipe(Doc(nlp.vocab, words=list(w)) for w in words)):
         parts = [Sentence(words=[t.text for t in span], heads=[-1 if t.head.i == t.i else t.head.i - span.start for t in span],
                           deprels=[t.dep_ for t in span], upos=[t.pos_ or "_" for t in span]) for span in doc.sents]
-        tree = one_tree(parts, s.id)
-        out.append(dataclasses.replace(s, heads=tree.heads, deprels=tree.deprels, edges=None,
-                                       meta={**s.meta, "parser": model}))
-    return out
+        out.append(one_tree(parts, f"parsed {k}"))
+    return tuple(out)
 
 
 def uas(gold: Sequence[Sentence], predicted: Sequence[Sentence], punctuation: bool = True) -> float:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Sequence
 
 from structattn.seq2seq.config import Seq2SeqOptions
 from structattn.seq2seq.corrupt import corrupt_heads
+from structattn.seq2seq.synthetic_language import translate_tree
 from structattn.structures.generators import GrammarGenerator
 from structattn.structures.sentence import Sentence, describe_sentence
 from structattn.tasks.base import Label, Task, register_task
@@ -112,15 +113,20 @@ class SyntheticTranslation(TranslationTask):
         return self._splits
 
     def _generate(self, k: int, seed: int) -> list[Sentence]:
-        from structattn.seq2seq.synthetic_language import translate_tree
-
-        generator, out = GrammarGenerator(seed, **self.grammar), []
-        while len(out) < k:
+        """The first ``k`` pairs drawn with ``seed`` (shared per process: a larger train set extends a smaller
+        one with the same seed, so sizes of one comparison are generated once)."""
+        key = (seed, tuple(sorted(self.grammar.items())), self.max_words)
+        generator, pairs = _GENERATED.setdefault(key, (GrammarGenerator(seed, **self.grammar), []))
+        while len(pairs) < k:
             s = generator.sentence()
             if self.max_words is None or len(s) <= self.max_words:
                 s.meta["target"] = translate_tree(s)
-                out.append(s)
-        return out
+                pairs.append(s)
+        return [dataclasses.replace(s, meta=dict(s.meta)) for s in pairs[:k]]
+
+
+#: per process: (seed, grammar options, max_words) -> (generator, the pairs it drew so far)
+_GENERATED: dict[tuple[Any, ...], tuple[GrammarGenerator, list[Sentence]]] = {}
 
 
 @register_task("translation_pud")
