@@ -2,7 +2,8 @@
 
 Hypotheses and references are the target words joined with single spaces (the synthetic language is
 whitespace-joined; the real data are spaCy / UD tokens joined with spaces, lowercased when the vocabulary
-lowercases), scored by sacrebleu's ``corpus_bleu`` with its default ``13a`` tokenizer and ``corpus_chrf``
+lowercases), scored by sacrebleu's ``corpus_bleu`` with its default ``13a`` tokenizer (``force=True``: sacrebleu would
+otherwise warn that the text looks tokenised, which it is; 13a leaves space-separated tokens as they are) and ``corpus_chrf``
 with its defaults (character 6-grams, beta 2). Both are on a 0-100 scale.
 """
 
@@ -22,5 +23,6 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     refs = [list(references)]
-    return {"bleu": float(sacrebleu.corpus_bleu(list(hypotheses), refs).score),
+    bleu = sacrebleu.corpus_bleu(list(hypotheses), refs, force=True)  # force: the text is tokenised on purpose
+    return {"bleu": float(bleu.score),
             "chrf": float(sacrebleu.corpus_chrf(list(hypotheses), refs).score)}
