@@ -13,10 +13,9 @@ tokenizer is trained on the task's train items. ``plan`` (default ``"full"``) is
 word's first sub-token, structures aligned with ``align_to_subwords``); the task head sits on the encoder's
 last hidden states.
 
-Learning rates: the trainer builds one AdamW over every parameter with ``training.lr``. The usual
-fine-tuning practice (about 2e-5 for pretrained weights, 1e-3 for new structattn parameters and the head)
-is what :meth:`HFTaskModel.parameter_groups` returns, but the trainer does not consult it yet; until it
-does, set ``training.lr`` for the whole model (see docs/hf.md).
+Learning rates (fine-tuning practice): the pretrained weights train at ``training.lr`` (set it to about
+2e-5 for a pretrained model), the new parameters (structattn variants and the task head) at the setting's
+``new_lr`` (default 1e-3), both with the trainer's warmup; see :meth:`HFTaskModel.parameter_groups`.
 """
 
 from __future__ import annotations
@@ -46,7 +45,8 @@ CONFIGS: dict[str, dict[str, int]] = {
     "tiny_bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
     "small_bert": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
 }
-_OPTIONS = ("path", "config", "plan", "vocab_size")
+_OPTIONS = ("path", "config", "plan", "vocab_size", "new_lr")
+NEW_LR = 1e-3
 
 
 def is_hf_setting(setting: str) -> bool:
@@ -104,7 +104,7 @@ def build_model(task: Any, vocab_size: int, setting: str, providers: Mapping[str
         attach(model, options["plan"], structure_fields=fields)
     head = make_head(task.output, model.config.hidden_size, task.num_labels, model.config.hidden_dropout_prob
                      if hasattr(model.config, "hidden_dropout_prob") else 0.1)
-    return HFTaskModel(model, head)
+    return HFTaskModel(model, head, new_lr=float(options.get("new_lr", NEW_LR)))
 
 
 def encode_data(setting: str, data: Any, providers: Mapping[str, StructureProvider], quiet: bool = False) -> Any:
@@ -158,25 +158,28 @@ class HFTaskModel(nn.Module):
         forward(batch) -> logits: (b, C) sentence, (b, w, C) token, (b, w, w) pair; w = words (first sub-token).
     """
 
-    def __init__(self, model: nn.Module, head: nn.Module) -> None:
+    def __init__(self, model: nn.Module, head: nn.Module, new_lr: float = NEW_LR) -> None:
         super().__init__()
+        if not new_lr > 0:
+            raise ValueError(f"new_lr must be > 0, got {new_lr}")
         self.hf = model
         self.head = head
+        self.new_lr = new_lr
 
     def forward(self, batch: Batch) -> torch.Tensor:
         logits, _ = self.run(batch)
         return logits
 
-    def run(self, batch: Batch, return_attention: bool = False, return_bias: bool = False) -> tuple[torch.Tensor, EncoderOutput]:
-        words, word_mask, out = self.encode_words(batch, return_attention, return_bias)
+    def run(self, batch: Batch, return_weights: bool = False, return_bias: bool = False) -> tuple[torch.Tensor, EncoderOutput]:
+        words, word_mask, out = self.encode_words(batch, return_weights, return_bias)
         return self.head(words, word_mask), out
 
-    def encode_words(self, batch: Batch, return_attention: bool = False,
+    def encode_words(self, batch: Batch, return_weights: bool = False,
                      return_bias: bool = False) -> tuple[torch.Tensor, torch.Tensor, EncoderOutput]:
         """Each word's first sub-token state, the word mask and the encoder output. Shapes: (b, w, d), (b, w)."""
         del return_bias  # bias tables are read from ``encoder`` (see bias_records)
         inputs = {"input_ids": batch.input_ids, "attention_mask": batch.token_mask.long(), "structures": batch.structures}
-        if return_attention:
+        if return_weights:
             with eager_attention(self.hf):
                 out = self.hf(**inputs, output_attentions=True)
         else:
@@ -184,7 +187,7 @@ class HFTaskModel(nn.Module):
         hidden = out.last_hidden_state
         starts, word_mask = batch.word_starts
         words = hidden.gather(1, starts[..., None].expand(-1, -1, hidden.shape[-1]))
-        return words, word_mask, EncoderOutput(hidden, list(out.attentions) if return_attention else None)
+        return words, word_mask, EncoderOutput(hidden, list(out.attentions) if return_weights else None)
 
     @property
     def encoder(self) -> SimpleNamespace:
@@ -195,16 +198,20 @@ class HFTaskModel(nn.Module):
         layers = [SimpleNamespace(attention=attached.get(k, empty)) for k in range(self.hf.config.num_hidden_layers)]
         return SimpleNamespace(layers=layers)
 
-    def parameter_groups(self, lr: float = 2e-5, new_lr: float = 1e-3, weight_decay: float = 0.01) -> list[dict[str, Any]]:
-        """AdamW groups for fine-tuning: pretrained weights at ``lr``, the structattn parameters and the head at
-        ``new_lr``; weight matrices decayed, vectors and bias tables not."""
+    def parameter_groups(self, config: Any) -> list[dict[str, Any]]:
+        """AdamW groups for fine-tuning: the model's own (pretrained) weights at ``config.lr``, the structattn
+        parameters and the head at :attr:`new_lr`; decay as the trainer decides it (``config.weight_decay`` on
+        weight matrices, none on vectors and bias tables: ``structattn.training.param_groups.decays``)."""
+        from structattn.training.param_groups import decays
+
+        named = dict(self.named_parameters())
         groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
-        for name, p in self.named_parameters():
+        for name, decayed in decays(self).items():
             is_new = name.startswith("head.") or ".structattn." in name
-            decayed = p.dim() >= 2 and not (".structattn." in name and "policy" not in name)
-            groups.setdefault((is_new, decayed), []).append(p)
-        return [{"params": ps, "lr": new_lr if is_new else lr, "weight_decay": weight_decay if decayed else 0.0}
-                for (is_new, decayed), ps in groups.items()]
+            groups.setdefault((is_new, decayed), []).append(named[name])
+        return [{"params": ps, "lr": self.new_lr if is_new else config.lr,
+                 "weight_decay": config.weight_decay if decayed else 0.0}
+                for (is_new, decayed), ps in sorted(groups.items())]
 
 
 def _sizes(options: Mapping[str, Any]) -> tuple[int, int]:

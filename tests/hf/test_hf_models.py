@@ -64,18 +64,21 @@ def test_pretrained_path_keeps_its_weights(prepared, tmp_path, tokenizer):
     model = hf_models.build_model(task, 2, setting, providers)
     torch.testing.assert_close(model.hf.embeddings.word_embeddings.weight, saved.bert.embeddings.word_embeddings.weight)
     hf_data = hf_models.encode_data(setting, data, providers, quiet=True)
-    _, out = model.run(make_batch(hf_data.examples["test"][:2], task.output), return_attention=True)
+    _, out = model.run(make_batch(hf_data.examples["test"][:2], task.output), return_weights=True)
     assert len(out.attentions) == 2 and model.hf.config._attn_implementation == "structattn_sdpa"
     assert [len(layer.attention.variants) for layer in model.encoder.layers] == [0, 2]
 
 
 def test_parameter_groups_give_new_parameters_the_higher_rate(tokenizer):
-    model = hf_models.HFTaskModel(attach(tiny_model("bert", tokenizer), "soft_bias(dependency)"), torch.nn.Linear(32, 3))
-    groups = model.parameter_groups(lr=2e-5, new_lr=1e-3)
+    model = hf_models.HFTaskModel(attach(tiny_model("bert", tokenizer), "soft_bias(dependency)"), torch.nn.Linear(32, 3),
+                                  new_lr=1e-3)
+    groups = model.parameter_groups(TrainConfig(lr=2e-5, weight_decay=0.01))
     by_id = {id(p): g for g in groups for p in g["params"]}
     named = dict(model.named_parameters())
-    assert len(by_id) == len(named)
-    assert by_id[id(named["head.weight"])]["lr"] == 1e-3
+    assert len(by_id) == len(named) == sum(len(g["params"]) for g in groups)
+    assert by_id[id(named["head.weight"])]["lr"] == 1e-3 and by_id[id(named["head.weight"])]["weight_decay"] == 0.01
     table = named["hf.encoder.layer.0.attention.self.structattn.variants.0.table"]
     assert by_id[id(table)]["lr"] == 1e-3 and by_id[id(table)]["weight_decay"] == 0.0
-    assert by_id[id(named["hf.encoder.layer.0.attention.self.query.weight"])]["lr"] == 2e-5
+    weight, bias = (named[f"hf.encoder.layer.0.attention.self.query.{k}"] for k in ("weight", "bias"))
+    assert by_id[id(weight)]["lr"] == 2e-5 and by_id[id(weight)]["weight_decay"] == 0.01
+    assert by_id[id(bias)]["lr"] == 2e-5 and by_id[id(bias)]["weight_decay"] == 0.0
