@@ -21,6 +21,13 @@ is off while timing (as in ``timeit``). Converting a baseline's answer to a matr
 asserted equal to ours. Baselines run on a prefix of each batch when n is large; per-sentence figures divide
 by the number of sentences each method processed.
 
+Provider paths (the table ``--paths`` prints alone): the bundled treebank through the public API, as a user
+calls it: ``collate([provider(s) for s in batch])`` per batch of ``--batch`` sentences (the README tour's
+per-sentence call), ``provider.batch(batch)`` in file order and in length-sorted batches, against networkx
+per sentence (graph built from the heads / enhanced edges, then all pairs). Validation, list -> tensor
+conversion, the adjacency and ``collate`` are all timed; every matrix is asserted equal to networkx's.
+Targets (issue 6): per-sentence >= 5x networkx, batched >= 15x networkx for ``dependency``.
+
 Random trees: ``recursive`` hangs each token under a uniformly chosen earlier token of a random permutation
 (random recursive trees: shallow, depth ~ e ln n, like natural-language trees); ``pruefer`` decodes a uniform
 random Prüfer sequence (uniform random labelled trees: deep, depth ~ sqrt(n)). The treebank rows use the
@@ -257,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (best round is reported)")
     parser.add_argument("--quick", action="store_true", help="sizes 16, 64, 256 and 2 rounds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paths", action="store_true", help="only the provider-path table on the treebank")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     global CLOCK
@@ -271,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     clock = "process CPU time" if CLOCK is time.process_time else "wall time"
     print(f"# torch threads {torch.get_num_threads()}, batch {args.batch}, {clock}, best of {rounds} interleaved rounds "
           f"per item, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs\n")
+    if args.paths:
+        provider_paths(args.batch, rounds, quick=args.quick)
+        return 0
     print("| trees | n | max depth (mean) | ours µs/sentence | networkx µs | scipy µs | naive µs | vs networkx | vs scipy | vs naive |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     missed = []
@@ -283,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             if 32 <= n <= 512 and (t["networkx"] / t["ours"] < TARGET_NETWORKX or t["scipy"] / t["ours"] < TARGET_SCIPY):
                 missed.append(f"{label} n={n}")
     treebank_rows(args.batch, rounds)
+    provider_paths(args.batch, rounds, quick=args.quick)
     graph_table(sizes, args.batch, rounds, rng)
     verdict = "met at every n in 32..512" if not missed else "MISSED at " + ", ".join(missed)
     print(f"\nTarget (>= {TARGET_NETWORKX:.0f}x networkx and >= {TARGET_SCIPY:.0f}x scipy per sentence): {verdict}.")
@@ -320,6 +332,58 @@ def treebank_rows(batch: int, rounds: int) -> None:
         print(tree_row(f"cs_pud treebank, {label}", size, depth, {k: v / len(trees) for k, v in t.items()}), flush=True)
     print(f"\n(Not included above: building the padded heads tensors from Python lists takes "
           f"{us(padding_seconds['pad'] / len(trees))} µs/sentence on the treebank.)")
+
+
+TARGET_PER_SENTENCE, TARGET_BATCHED = 5.0, 15.0
+
+
+def run_networkx_edges(n: int, edges: list[tuple[int, int]]) -> dict:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    return dict(nx.all_pairs_shortest_path_length(graph))
+
+
+def provider_paths(batch: int, rounds: int, quick: bool = False) -> None:
+    """``provider(s)`` + ``collate`` and ``provider.batch`` on the treebank against networkx, side by side."""
+    from structattn.structures import collate, get_provider
+    from structattn.structures.readers import load_bundled
+
+    sentences = load_bundled(200 if quick else None)
+    by_length = sorted(sentences, key=len)
+    print("\n| provider path (cs_pud, %d sentences) | ours µs/sentence | networkx µs/sentence | vs networkx | target |"
+          % len(sentences))
+    print("|---|---|---|---|---|")
+    for name in ("dependency", "semantic"):
+        provider = get_provider(name)
+        edges = [provider.graph_edges(s) for s in sentences]
+        chunks_of = lambda xs: [xs[i:i + batch] for i in range(0, len(xs), batch)]  # noqa: E731
+        methods = {
+            "per-sentence provider(s) + collate": [partial(lambda b: collate([provider(s) for s in b]), c)
+                                                   for c in chunks_of(sentences)],
+            "batched provider.batch, file order": [partial(provider.batch, c) for c in chunks_of(sentences)],
+            "batched provider.batch, length-sorted": [partial(provider.batch, c) for c in chunks_of(by_length)],
+            "networkx": [partial(run_networkx_edges, len(s), e) for s, e in zip(sentences, edges)],
+        }
+        for items in methods.values():  # warm-up
+            items[0]()
+        seconds, answers = side_by_side(methods, {k: rounds for k in methods})
+        expected = {id(s): as_matrix(a, len(s)) for s, a in zip(sentences, answers["networkx"])}
+        for label, order in (("per-sentence provider(s) + collate", sentences),
+                             ("batched provider.batch, file order", sentences),
+                             ("batched provider.batch, length-sorted", by_length)):
+            got = [d for out in answers[label] for d in out.distance]
+            for s, d in zip(order, got):
+                if not np.array_equal(d[: len(s), : len(s)].numpy(), expected[id(s)]):
+                    raise AssertionError(f"{name}: {label} disagrees with networkx on sentence {s.id}")
+        base = seconds["networkx"] / len(sentences)
+        for label in methods:
+            if label == "networkx":
+                continue
+            ours = seconds[label] / len(sentences)
+            target = "" if name != "dependency" else (
+                f">= {TARGET_PER_SENTENCE:.0f}x" if label.startswith("per-sentence") else f">= {TARGET_BATCHED:.0f}x")
+            print(f"| {name}: {label} | {us(ours)} | {us(base)} | {base / ours:,.1f}x | {target} |", flush=True)
 
 
 def graph_table(sizes: tuple[int, ...], batch: int, rounds: int, rng: np.random.Generator) -> None:

@@ -60,7 +60,8 @@ class Structure:
             raise ValueError("a Structure needs a distance, an adjacency, a window or at least a token_mask")
         if self.window_radius is not None:
             self.window_radius = int_option(self.window_radius, "window_radius", "Structure", minimum=0)
-        self.dilation = int_option(self.dilation, "dilation", "Structure", minimum=1)
+        if type(self.dilation) is not int or self.dilation < 1:
+            self.dilation = int_option(self.dilation, "dilation", "Structure", minimum=1)
         if self.token_mask is None:
             n = self.num_tokens
             lead = self._lead_shape()

@@ -85,9 +85,21 @@ class StructureProvider(DerivedOptions, ABC):
         return item.has(annotation)
 
     def __call__(self, item: Item) -> Structure:
-        """Structure of one item: unbatched tensors of shape ``(n, n)``."""
-        batched = self.batch([item])
-        return _unbatch(batched, 0)
+        """Structure of one item: unbatched tensors of shape ``(n, n)``.
+
+        Uses :meth:`single` when the provider has a per-item fast path, else a batch of one; both give the
+        same tensors as item ``k`` of :meth:`batch`, cropped to its length."""
+        self.check(item)
+        out = self.single(item)
+        if out is None:
+            return _unbatch(self.batch([item]), 0)
+        out.source, out.ids = self.name, [item.id]
+        return out
+
+    def single(self, item: Item) -> Structure | None:
+        """Hook: the unbatched structure of one checked item, computed faster than a batch of one, or
+        ``None`` to use :meth:`batch` (the default)."""
+        return None
 
     def batch(self, items: Sequence[Item]) -> Structure:
         """Structures of ``items`` as one padded batch ``(b, n, n)``."""
