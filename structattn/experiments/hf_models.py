@@ -20,6 +20,7 @@ Learning rates (fine-tuning practice): the pretrained weights train at ``trainin
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping
 
@@ -220,12 +221,10 @@ def _sizes(options: Mapping[str, Any]) -> tuple[int, int]:
         return sizes["num_hidden_layers"], sizes["num_attention_heads"]
     from transformers import AutoConfig
 
-    path = options["path"]
-    try:
-        config = AutoConfig.from_pretrained(path)
-    except OSError:
+    path = Path(options["path"])
+    if not (path / "config.json").is_file():
         from_pretrained(path)  # raises the error that says how to fetch a model
-        raise
+    config = AutoConfig.from_pretrained(str(path))
     return config.num_hidden_layers, config.num_attention_heads
 
 

@@ -13,6 +13,10 @@ from torch import nn
 from structattn.hf.attach import CONFIG_KEY, attach
 
 
+class ModelNotFoundError(FileNotFoundError, ValueError):
+    """No local model directory at the given path (a ``ValueError`` too, so setting validation reports it)."""
+
+
 def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any = None, **hf_options: Any) -> nn.Module:
     """Load a local checkpoint; rebuild its structattn attention when it was saved attached.
 
@@ -29,13 +33,13 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
         hf_options: passed to ``model_class.from_pretrained``.
 
     Raises:
-        FileNotFoundError: ``path`` is not a local directory with a ``config.json``; the message says how to
+        ModelNotFoundError: (a ``FileNotFoundError`` and ``ValueError``) ``path`` is not a local directory with a ``config.json``; the message says how to
             fetch a hub model where a hub is reachable.
         ValueError: ``plan`` differs from the plan the checkpoint was saved with.
     """
     path = Path(path)
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(
+        raise ModelNotFoundError(
             f"no model directory at {str(path)!r} (no config.json there); structattn loads local directories only. "
             f"Where a hub is reachable, fetch a model first, e.g. `huggingface-cli download bert-base-cased "
             f"--local-dir models/bert-base-cased`, or make a small one offline with `structattn pretrain`"

@@ -52,8 +52,9 @@ def test_plan_mismatch_is_refused(tmp_path, tokenizer):
 
 
 def test_missing_model_path_says_how_to_fetch(tmp_path):
-    with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
+    with pytest.raises(FileNotFoundError, match="huggingface-cli download") as caught:
         from_pretrained(tmp_path / "bert-base-cased")
+    assert isinstance(caught.value, ValueError)  # setting validation reports it like any bad setting
 
 
 def test_checkpoint_with_a_head_loads_into_the_bare_model(tmp_path, tokenizer, short_sentences):
