@@ -1,4 +1,9 @@
-"""Attention variants behind one contract (see ``structattn.attention.base``)."""
+"""Attention variants behind one contract (see ``structattn.attention.base``).
+
+The built-in variants (``structattn.attention.builtin``) are registered on the registry's first lookup
+(:func:`get_attention`, :func:`attention_names`, ``ATTENTION.get``): importing this package imports no variant.
+Variants that add a score bias derive from :class:`~structattn.attention.biased.BiasedAttention`.
+"""
 
 from structattn.attention.base import (
     ATTENTION,
@@ -7,7 +12,15 @@ from structattn.attention.base import (
     get_attention,
     register_attention,
 )
+from structattn.attention.biased import BiasedAttention
+from structattn.attention.learned import LearnedQuantity
 
-__all__ = ["ATTENTION", "StructuredAttention", "attention_names", "get_attention", "register_attention"]
-from structattn.attention import local_global, ssan  # noqa: E402,F401  (registers "local_global", "ssan")
-from structattn.attention import fixed_decay, full, hard_mask, soft_bias  # noqa: E402,F401  (registers "fixed_decay", "full", "hard_mask", "soft_bias")
+__all__ = [
+    "ATTENTION",
+    "BiasedAttention",
+    "LearnedQuantity",
+    "StructuredAttention",
+    "attention_names",
+    "get_attention",
+    "register_attention",
+]

@@ -31,7 +31,28 @@ from structattn.attention.learned import LearnedQuantity
 from structattn.registry import Registry
 from structattn.structures.structure import Structure
 
-ATTENTION: Registry["StructuredAttention"] = Registry("attention variant")
+class _AttentionRegistry(Registry["StructuredAttention"]):
+    """The variant registry; every lookup first imports ``structattn.attention.builtin`` (which registers the
+    built-in variants), so no import-time side effect is hidden in ``structattn/attention/__init__.py``."""
+
+    def get(self, name: str) -> type["StructuredAttention"]:
+        _register_builtin()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        _register_builtin()
+        return super().names()
+
+    def __contains__(self, name: object) -> bool:
+        _register_builtin()
+        return super().__contains__(name)
+
+
+def _register_builtin() -> None:
+    import structattn.attention.builtin  # noqa: F401  (registers the built-in variants)
+
+
+ATTENTION: Registry["StructuredAttention"] = _AttentionRegistry("attention variant")
 register_attention = ATTENTION.register
 
 

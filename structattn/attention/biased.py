@@ -10,7 +10,9 @@ from typing import ClassVar
 
 import torch
 
-from structattn.attention import functional as fn
+from structattn.attention.bucket_bias import table_bias_attention
+from structattn.attention.flex import flex_dense_bias
+from structattn.attention.masking import compute_dtype, naive_attention, sdpa_allowed, sdpa_bias
 from structattn.attention.base import StructuredAttention, key_padding
 from structattn.structures.structure import Structure
 
@@ -26,7 +28,7 @@ class BiasedAttention(StructuredAttention):
     * padding: padded keys never get weight, padded queries output zeros (``StructuredAttention.forward``);
       the bias on pairs with a padded token is ignored (it must be finite);
     * backends (``self.backend``): ``"sdpa"`` (fused ``scaled_dot_product_attention`` with a float mask; with a
-      :meth:`bucket_bias`, the bucket-table kernels of :func:`functional.bucket_bias_attention`),
+      :meth:`bucket_bias`, the bucket-table kernels of :func:`~structattn.attention.bucket_bias.bucket_bias_attention`),
       ``"flex"`` (compiled FlexAttention: CUDA training, CPU inference) and ``"naive"`` (eager, float32 softmax);
     * weights on request (the eager path), rows with no allowed key as zeros, never NaN.
 
@@ -59,7 +61,7 @@ class BiasedAttention(StructuredAttention):
         self, structure: Structure, batch_size: int, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Optional fast path: ``(table, index)`` with the bias ``table[..., index]``: table ``(K)`` or ``(h, K)``,
-        index ``(b, n, n)`` from :func:`functional.bucket_index` (its two padding codes included). ``None``: use
+        index ``(b, n, n)`` from :func:`~structattn.attention.bucket_bias.bucket_index` (its two padding codes included). ``None``: use
         :meth:`bias`. Must agree with :meth:`bias` on real pairs."""
         return None
 
@@ -79,17 +81,17 @@ class BiasedAttention(StructuredAttention):
         buckets = None if structure is None else self.bucket_bias(structure, b, q.device)
         if buckets is not None:
             table, index = buckets
-            return fn.table_bias_attention(q, k, v, table, index, token_mask, self.backend, return_weights)
-        bias = None if structure is None else self.bias(structure, b, self.num_heads, q.device, fn.compute_dtype(q.dtype))
+            return table_bias_attention(q, k, v, table, index, token_mask, self.backend, return_weights)
+        bias = None if structure is None else self.bias(structure, b, self.num_heads, q.device, compute_dtype(q.dtype))
         allowed = token_mask[:, None, None, :]  # (b, 1, 1, n): real keys
         extra = None if structure is None else self.allowed(structure, b, q.device)
         if extra is not None:
             allowed = allowed & extra
         if return_weights or self.backend == "naive":
-            out, weights = fn.naive_attention(q, k, v, bias=bias, allowed=allowed)
+            out, weights = naive_attention(q, k, v, bias=bias, allowed=allowed)
             return out, weights if return_weights else None
         if self.backend == "flex":
-            return fn.flex_dense_bias(q, k, v, bias, allowed), None
+            return flex_dense_bias(q, k, v, bias, allowed), None
         if bias is None:
-            return fn.sdpa_allowed(q, k, v, allowed), None
-        return fn.sdpa_bias(q, k, v, bias, allowed), None
+            return sdpa_allowed(q, k, v, allowed), None
+        return sdpa_bias(q, k, v, bias, allowed), None

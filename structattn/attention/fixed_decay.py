@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from structattn.attention import functional as fn
+from structattn.attention import bucket_bias as bb
 from structattn.attention.base import register_attention
 from structattn.attention.biased import BiasedAttention
 from structattn.attention.soft_bias import distance_buckets
@@ -62,7 +62,7 @@ class FixedDecayAttention(BiasedAttention):
     ) -> torch.Tensor:
         """``-alpha * min(dist, max_distance)`` (``-alpha * (max_distance + 1)`` unreachable), ``(b, 1, n, n)``."""
         table, index = self.bucket_bias(structure, batch_size, device)
-        return fn.gather_bias(fn.extend_table(table, 0.0, dtype), index)
+        return bb.gather_bias(bb.extend_table(table, 0.0, dtype), index)
 
     def extra_repr(self) -> str:
         return f"alpha={float(self.alpha)}, max_distance={self.max_distance}, backend={self.backend!r}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from structattn.attention import functional as fn
+from structattn.attention.masking import naive_attention, sdpa_allowed
 from structattn.attention.base import StructuredAttention, key_padding, register_attention
 from structattn.structures.structure import Structure
 
@@ -42,7 +42,7 @@ class FullAttention(StructuredAttention):
         token_mask = key_padding(structure, b, n, q.device)  # (b, n)
         if return_weights:
             allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]  # (b, 1, n, n)
-            return fn.naive_attention(q, k, v, allowed=allowed)
+            return naive_attention(q, k, v, allowed=allowed)
         if structure is None or (q.device.type == "cpu" and bool(token_mask.all())):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v), None
-        return fn.sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None
+        return sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None

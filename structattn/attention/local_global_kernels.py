@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from structattn.attention.functional import compute_dtype, mask_value, sdpa_allowed
+from structattn.attention.masking import compute_dtype, mask_value, sdpa_allowed
 
 
 @dataclass

@@ -7,7 +7,7 @@ from itertools import pairwise
 import torch
 from torch import nn
 
-from structattn.attention import functional as fn
+from structattn.attention import bucket_bias as bb
 from structattn.attention.base import key_padding, register_attention
 from structattn.attention.biased import BACKENDS, BiasedAttention
 from structattn.attention.learned import LearnedQuantity
@@ -52,7 +52,7 @@ def bucket_edges(
 def distance_buckets(
     structure: Structure, batch_size: int, device: torch.device, lower_edges: list[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Bucket codes of the structure's distances (:func:`structattn.attention.functional.bucket_index`) and
+    """Bucket codes of the structure's distances (:func:`structattn.attention.bucket_bias.bucket_index`) and
     the key padding mask. Shared with ``fixed_decay``, which uses the same buckets.
 
     Shapes:
@@ -61,7 +61,7 @@ def distance_buckets(
     distance = structure.dense_distance().to(device)
     token_mask = key_padding(structure, batch_size, distance.shape[-1], device)
     distance = distance.expand(batch_size, *distance.shape[-2:])
-    return fn.bucket_index(distance, token_mask, lower_edges), token_mask
+    return bb.bucket_index(distance, token_mask, lower_edges), token_mask
 
 
 @register_attention("soft_bias")
@@ -120,7 +120,7 @@ class SoftBiasAttention(BiasedAttention):
         return labels + [f">={edges[-1]}", "unreachable"]
 
     def bucket_index(self, structure: Structure, batch_size: int, device: torch.device) -> torch.Tensor:
-        """``(b, n, n)`` bucket codes (see :func:`structattn.attention.functional.bucket_index`)."""
+        """``(b, n, n)`` bucket codes (see :func:`structattn.attention.bucket_bias.bucket_index`)."""
         return distance_buckets(structure, batch_size, device, self.lower_edges)[0]
 
     def effective_table(self) -> torch.Tensor:
@@ -142,7 +142,7 @@ class SoftBiasAttention(BiasedAttention):
             returns ``(b, 1, n, n)`` (shared table) or ``(b, h, n, n)`` (``per_head=True``).
         """
         index = self.bucket_index(structure, batch_size, device)
-        return fn.gather_bias(fn.extend_table(self.effective_table().to(device), 0.0, dtype), index)
+        return bb.gather_bias(bb.extend_table(self.effective_table().to(device), 0.0, dtype), index)
 
     def learned_quantities(self) -> list[LearnedQuantity]:
         """The effective table ``scale * table`` as ``(1 or h, K)`` with the bucket labels."""

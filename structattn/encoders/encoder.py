@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -71,9 +72,13 @@ class Encoder(nn.Module):
         token_mask: torch.Tensor,
         structures: dict[str, Structure] | None = None,
         *,
-        return_attention: bool = False,
+        return_weights: bool = False,
         return_bias: bool = False,
+        return_attention: bool | None = None,
     ) -> EncoderOutput:
+        """``return_weights``: also return each layer's attention weights; ``return_bias``: the learned bias
+        tables. ``return_attention`` is the deprecated name of ``return_weights``."""
+        return_weights = renamed_flag(return_weights, return_attention)
         named = self._structures(token_mask, structures or {})
         x = self.embedding(input_ids) * math.sqrt(self.d_model)  # (b, n, d_model)
         if self.positions is not None:
@@ -81,12 +86,12 @@ class Encoder(nn.Module):
         x = self.dropout(x)
         attentions = []
         for layer in self.layers:
-            x, weights = layer(x, named, return_attention)
+            x, weights = layer(x, named, return_weights)
             attentions.append(weights)
         x = self.final_norm(x) * token_mask[..., None]
         return EncoderOutput(
             hidden=x,
-            attentions=attentions if return_attention else None,
+            attentions=attentions if return_weights else None,
             bias_tables=self.bias_tables() if return_bias else None,
         )
 
@@ -112,3 +117,11 @@ class Encoder(nn.Module):
         named: dict[str | None, Structure] = {k: structures[k] for k in self.structure_names}
         named[None] = Structure(token_mask=token_mask)
         return named
+
+
+def renamed_flag(return_weights: bool, return_attention: bool | None) -> bool:
+    """``return_weights``, or the deprecated ``return_attention`` when a caller still passes it (warned)."""
+    if return_attention is None:
+        return return_weights
+    warnings.warn("return_attention is deprecated: pass return_weights", DeprecationWarning, stacklevel=3)
+    return return_weights or return_attention

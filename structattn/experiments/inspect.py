@@ -49,7 +49,7 @@ def heatmap_record(model: TaskModel, data: "PreparedData", examples: Sequence[Ex
     example, item = examples[k], data.items["test"][k]
     model.eval()
     batch = make_batch([example], data.task.output).to(device)
-    _, out = model.run(batch, return_attention=True)
+    _, out = model.run(batch, return_weights=True)
     layers = [w[0].float().mean(0).cpu() for w in out.attentions]  # (n, n) each
     inputs = data.task.inputs(item)
     tokens = [p for w in inputs for p in data.vocab.pieces(w)] if example.word_ids is not None else inputs

@@ -113,7 +113,7 @@ def word_outputs(model: TaskModel, examples: Sequence[Example], output: str, dev
     for start, batch in batches(examples, output, device, batch_size):
         if attention and batch.word_ids is not None:
             raise ValueError("probe step 'tree_induction' needs word-level input (no subword vocabulary)")
-        words, word_mask, out = model.encode_words(batch, return_attention=attention)  # words (b, w, d)
+        words, word_mask, out = model.encode_words(batch, return_weights=attention)  # words (b, w, d)
         for k in range(batch.input_ids.shape[0]):
             w, n = int(word_mask[k].sum()), len(examples[start + k])
             hidden.append(words[k, :w].float().cpu())

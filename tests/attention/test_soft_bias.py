@@ -8,7 +8,9 @@ import copy
 import pytest
 import torch
 
-from structattn.attention import functional as fn
+from structattn.attention import bucket_bias as bb
+from structattn.attention import masking
+from structattn.attention import threads as worker_threads
 from structattn.attention import get_attention
 from structattn.attention.soft_bias import bucket_edges
 from structattn.structures import Sentence, get_provider
@@ -58,7 +60,7 @@ def test_bucket_index_matches_the_oracle_definition(options):
     max_distance, log_from, num_log = options
     distance = torch.arange(-1, 300, dtype=torch.int16).reshape(1, 1, -1).expand(1, 301, 301)
     token_mask = torch.ones(1, 301, dtype=torch.bool)
-    index = fn.bucket_index(distance, token_mask, bucket_edges(*options))
+    index = bb.bucket_index(distance, token_mask, bucket_edges(*options))
     got = index[0, 0].tolist()
     want = [reference_bucket(x, max_distance, log_from, num_log) for x in range(-1, 300)]
     assert got == want
@@ -67,7 +69,7 @@ def test_bucket_index_matches_the_oracle_definition(options):
 def test_bucket_index_codes_padding_apart_from_unreachable():
     distance = torch.tensor([[[0, -1, -1], [-1, 0, -1], [-1, -1, -1]]], dtype=torch.int16)
     token_mask = torch.tensor([[True, True, False]])
-    index = fn.bucket_index(distance, token_mask, [0, 1, 2])  # K = 4 buckets, codes 4 and 5 for padding
+    index = bb.bucket_index(distance, token_mask, [0, 1, 2])  # K = 4 buckets, codes 4 and 5 for padding
     assert index.tolist() == [[[0, 3, 4], [3, 0, 4], [5, 5, 4]]]
 
 
@@ -156,7 +158,7 @@ def test_unreachable_bucket_is_not_padding(generator):
 
 
 @pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("chunk_elements", [fn.CHUNK_ELEMENTS, 40, 3])
+@pytest.mark.parametrize("chunk_elements", [bb.CHUNK_ELEMENTS, 40, 3])
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("threads", [None, 3])
 def test_custom_backward_equals_naive_autograd(
@@ -166,19 +168,19 @@ def test_custom_backward_equals_naive_autograd(
     threads, 3 threads for 2 sentences splitting the heads, or in sequence) == autograd of the eager path,
     padded query rows included (constant zeros)."""
     torch_threads(threads)
-    monkeypatch.setattr(fn, "CHUNK_ELEMENTS", chunk_elements)
-    monkeypatch.setattr(fn, "FORWARD_BIAS_ELEMENTS", chunk_elements)  # small: the forward goes sentence by sentence
-    monkeypatch.setattr(fn, "PARALLEL_BLOCKS", parallel)
+    monkeypatch.setattr(bb, "CHUNK_ELEMENTS", chunk_elements)
+    monkeypatch.setattr(bb, "FORWARD_BIAS_ELEMENTS", chunk_elements)  # small: the forward goes sentence by sentence
+    monkeypatch.setattr(worker_threads, "PARALLEL_BLOCKS", parallel)
     structure = dependency_structure([9, 6], generator, forests=True)
     q, k, v = random_qkv(B, H, 9, D, generator)
     table = torch.randn((H, 7) if per_head else (7,), generator=generator, dtype=torch.float64, requires_grad=True)
-    index = fn.bucket_index(structure.distance, structure.token_mask, [0, 1, 2, 3, 4, 5])
+    index = bb.bucket_index(structure.distance, structure.token_mask, [0, 1, 2, 3, 4, 5])
     thread_count = torch.get_num_threads()
-    out = fn.bucket_bias_attention(q, k, v, table, index, structure.token_mask)
+    out = bb.bucket_bias_attention(q, k, v, table, index, structure.token_mask)
     assert _graph_has(out, "BucketBiasSDPA")
-    ext = fn.extend_table(table, fn.mask_value(torch.float64), torch.float64)
+    ext = bb.extend_table(table, masking.mask_value(torch.float64), torch.float64)
     allowed = (structure.token_mask[:, :, None] & structure.token_mask[:, None, :])[:, None]
-    want, _ = fn.naive_attention(q, k, v, bias=fn.gather_bias(ext, index), allowed=allowed)
+    want, _ = masking.naive_attention(q, k, v, bias=bb.gather_bias(ext, index), allowed=allowed)
     torch.testing.assert_close(out, want, **TOL)
     grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
     got = torch.autograd.grad(out, [q, k, v, table], grad_out)
@@ -193,8 +195,8 @@ def test_custom_backward_gradcheck(per_head, generator):
     table = torch.randn((2, 4) if per_head else (4,), generator=generator, dtype=torch.float64, requires_grad=True)
     distance = torch.tensor([[0, 1, 2, -1], [1, 0, 1, -1], [2, 1, 0, -1], [-1, -1, -1, 0]], dtype=torch.int16)
     token_mask = torch.tensor([[True] * 4, [True, True, True, False]])
-    index = fn.bucket_index(distance.expand(2, 4, 4), token_mask, [0, 1, 2])
-    assert torch.autograd.gradcheck(lambda *x: fn.bucket_bias_attention(*x, index, token_mask), (q, k, v, table))
+    index = bb.bucket_index(distance.expand(2, 4, 4), token_mask, [0, 1, 2])
+    assert torch.autograd.gradcheck(lambda *x: bb.bucket_bias_attention(*x, index, token_mask), (q, k, v, table))
 
 
 def test_per_sentence_restores_the_thread_count_after_an_error(torch_threads):
@@ -206,9 +208,9 @@ def test_per_sentence_restores_the_thread_count_after_an_error(torch_threads):
             raise KeyError("boom")
         return x * 2
 
-    assert fn.per_sentence(work, [0, 1, 2], torch.device("cpu")) == [0, 2, 4]
+    assert worker_threads.per_sentence(work, [0, 1, 2], torch.device("cpu")) == [0, 2, 4]
     with pytest.raises(KeyError):
-        fn.per_sentence(work, range(5), torch.device("cpu"))
+        worker_threads.per_sentence(work, range(5), torch.device("cpu"))
     assert torch.get_num_threads() == 2
 
 
@@ -236,10 +238,10 @@ def test_default_module_uses_the_custom_backward(generator):
 
 
 @pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("forward_elements", [fn.FORWARD_BIAS_ELEMENTS, 50])
+@pytest.mark.parametrize("forward_elements", [bb.FORWARD_BIAS_ELEMENTS, 50])
 def test_inference_path_equals_training_path(per_head, forward_elements, generator, monkeypatch):
     """Under no_grad the fused kernel runs with the bias of a few sentences at a time; same values."""
-    monkeypatch.setattr(fn, "FORWARD_BIAS_ELEMENTS", forward_elements)
+    monkeypatch.setattr(bb, "FORWARD_BIAS_ELEMENTS", forward_elements)
     module = make(H, D, per_head=per_head).double()
     structure = dependency_structure([7, 5], generator, forests=True)
     q, k, v = random_qkv(B, H, 7, D, generator)

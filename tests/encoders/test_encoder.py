@@ -31,7 +31,7 @@ def test_forward_shapes_and_weights(sentences):
     torch.manual_seed(0)
     encoder = tiny_encoder("soft_bias(dependency)@0; full").eval()
     batch = make_batch(sentences)
-    out = encoder(batch.input_ids, batch.token_mask, batch.structures, return_attention=True, return_bias=True)
+    out = encoder(batch.input_ids, batch.token_mask, batch.structures, return_weights=True, return_bias=True)
     assert out.hidden.shape == (3, 7, 12)
     assert [tuple(w.shape) for w in out.attentions] == [(3, 3, 7, 7)] * 2
     real = batch.token_mask
@@ -47,7 +47,7 @@ def test_hard_mask_heads_stay_on_the_tree_while_full_heads_do_not(sentences):
     torch.manual_seed(1)
     encoder = tiny_encoder("hard_mask(dependency)*1 + full").eval()
     batch = make_batch(sentences)
-    out = encoder(batch.input_ids, batch.token_mask, batch.structures, return_attention=True)
+    out = encoder(batch.input_ids, batch.token_mask, batch.structures, return_weights=True)
     adjacency = batch.structures["dependency"].adjacency  # (b, n, n)
     for w in out.attentions:
         assert (w[:, 0][~adjacency] == 0).all()

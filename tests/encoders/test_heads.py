@@ -75,6 +75,6 @@ def test_task_model_word_level_matches_encoder():
     rng = random.Random(2)
     batch = make_batch([random_sentence(5, rng), random_sentence(3, rng)])
     model = TaskModel(tiny_encoder("full"), PairScorer(12)).eval()
-    logits, out = model.run(batch, return_attention=True)
+    logits, out = model.run(batch, return_weights=True)
     assert logits.shape == (2, 5, 5) and len(out.attentions) == 2
     torch.testing.assert_close(logits, model.head(out.hidden, batch.token_mask))

@@ -1,136 +1,28 @@
-"""Shared fast-path helpers for the attention variants.
+"""Attention with an additive per-bucket bias ``table[bucket(i, j)]`` (``soft_bias``, ``fixed_decay``).
 
-Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim, K buckets. Layout ``b h n d``.
+Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim, K buckets.
 
-- :func:`masked_softmax` / :func:`naive_attention`: the eager path (float32 softmax, finite minimum for
-  disallowed keys, max subtraction, rows with no allowed key give an all-zero row), used when weights are
-  requested and as ``backend="naive"``.
-- :func:`sdpa_allowed`: ``scaled_dot_product_attention`` with a boolean mask; rows with no allowed key
-  yield zeros (never NaN, whatever the kernel does with an empty row).
-- :func:`bucket_index` / :func:`gather_bias` / :func:`bucket_bias_attention`: attention with an additive
-  per-bucket bias ``table[bucket(i, j)]`` (``soft_bias``, ``fixed_decay``). On CPU a learnable table goes
-  through :class:`BucketBiasSDPA` (fused forward, chunked exact backward); see :func:`bucket_bias_attention`.
-- :func:`per_sentence`: per-sentence loops of small ops on worker threads with single-threaded kernels.
+:func:`bucket_index` codes every pair, :func:`extend_table` / :func:`gather_bias` turn a table into a bias,
+:func:`bucket_bias_attention` runs it (on CPU a learnable table goes through :class:`BucketBiasSDPA`: fused
+forward, chunked exact backward), :func:`table_bias_attention` adds the eager path with the weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-HALF_TYPES = (torch.float16, torch.bfloat16)
-T = TypeVar("T")
-R = TypeVar("R")
+from structattn.attention import threads
+from structattn.attention.flex import extend_table, flex_bucket_bias
+from structattn.attention.masking import compute_dtype, mask_value, naive_attention
+from structattn.attention.threads import per_sentence
 
-
-def mask_value(dtype: torch.dtype) -> float:
-    """The finite minimum used for disallowed scores (``-finfo(float32).max``; the dtype's own for halves)."""
-    return -torch.finfo(dtype if dtype in HALF_TYPES else torch.float32).max
-
-
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Softmax dtype: float32 for float16/bfloat16 inputs, else the input dtype (float32 / float64)."""
-    return torch.float32 if dtype in HALF_TYPES else dtype
-
-
-#: Run per-sentence loops (bucketing, bias gathering, the backward tasks of :class:`BucketBiasSDPA`) on
-#: ``torch.get_num_threads()`` Python threads with single-threaded torch ops (see :func:`per_sentence`).
-PARALLEL_BLOCKS = True
-
-
-def per_sentence(fn: Callable[[T], R], items: Iterable[T], device: torch.device) -> list[R]:
-    """``[fn(x) for x in items]``; on CPU (with :data:`PARALLEL_BLOCKS`) spread over
-    ``torch.get_num_threads()`` Python threads while the process-wide torch thread count is 1 (restored after).
-
-    Loops of small tensor ops with multi-threaded kernels pay an OpenMP barrier per op, which on a busy
-    machine made them 5-10x slower; single-threaded ops on worker threads (torch releases the GIL) avoid it.
-    Do not run torch work in other threads of the process meanwhile. ``fn`` runs with grad mode on in the
-    workers: decorate it with ``torch.no_grad()`` where needed.
-    """
-    items = list(items)
-    threads = torch.get_num_threads()
-    if not PARALLEL_BLOCKS or device.type != "cpu" or threads == 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(min(threads, len(items))) as pool:
-            return list(pool.map(fn, items))
-    finally:
-        torch.set_num_threads(threads)
-
-
-def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-    """Softmax over keys in float32 (float64 stays float64) where ``allowed``; an empty row gives zeros.
-
-    Shapes:
-        scores ``(b, h, n, n)``; allowed bool, broadcastable to it (``None``: everything allowed).
-    """
-    scores = scores.to(compute_dtype(scores.dtype))
-    if allowed is None:
-        return torch.softmax(scores, dim=-1)
-    scores = scores.masked_fill(~allowed, mask_value(scores.dtype))
-    top = scores.amax(dim=-1, keepdim=True).detach()
-    expo = torch.exp(scores - top).masked_fill(~allowed, 0.0)
-    total = expo.sum(dim=-1, keepdim=True)
-    return expo / total.clamp_min(torch.finfo(total.dtype).tiny)
-
-
-def naive_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    allowed: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``softmax(q k^T / sqrt(d) + bias) v`` over allowed keys (Vaswani et al. 2017, eq. 1), eagerly.
-
-    Shapes:
-        q, k, v ``(b, h, n, d)``; bias float broadcastable to ``(b, h, n, n)``; allowed bool, same.
-        Returns out ``(b, h, n, d)`` and weights ``(b, h, n, n)``, both in the input dtype.
-    """
-    cd = compute_dtype(q.dtype)
-    scores = torch.einsum("bhid,bhjd->bhij", q.to(cd), k.to(cd)) * q.shape[-1] ** -0.5
-    if bias is not None:
-        scores = scores + bias.to(cd)
-    weights = masked_softmax(scores, allowed)
-    out = torch.einsum("bhij,bhjd->bhid", weights, v.to(cd))
-    return out.to(q.dtype), weights.to(q.dtype)
-
-
-def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Fused SDPA restricted to ``allowed`` keys; a row with no allowed key outputs zeros, never NaN, whatever
-    the kernel does with an empty row. (Padded query rows are zeroed by ``StructuredAttention.forward``.)
-
-    Shapes:
-        q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``).
-    """
-    keep = allowed.any(dim=-1, keepdim=True)  # (b, 1|h, 1|n, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~keep)
-    if q.device.type == "cpu" and bool(keep.all()):
-        return out
-    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
-
-
-def sdpa_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Fused SDPA with an additive float ``bias`` over the ``allowed`` keys (a finite minimum elsewhere); a row
-    with no allowed key outputs zeros. Half inputs on CPU are computed in float32. Differentiable in ``bias``.
-
-    Shapes:
-        q, k, v ``(b, h, n, d)``; bias float ``(b, 1|h, n, n)``; allowed bool broadcastable to ``(b, h, n, n)``.
-    """
-    dtype = q.dtype
-    cd = compute_dtype(dtype) if q.device.type == "cpu" else dtype
-    mask = torch.where(allowed, bias.to(cd), mask_value(cd))
-    keep = allowed.any(dim=-1, keepdim=True)
-    out = F.scaled_dot_product_attention(q.to(cd), k.to(cd), v.to(cd), attn_mask=mask).to(dtype)
-    if q.device.type == "cpu" and bool(keep.all()):
-        return out
-    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
+__all__ = [
+    "BucketBiasSDPA", "bucket_bias_attention", "bucket_index", "extend_table", "gather_bias", "table_bias_attention",
+]
 
 
 def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: Sequence[int]) -> torch.Tensor:
@@ -162,16 +54,6 @@ def bucket_index(distance: torch.Tensor, token_mask: torch.Tensor, lower_edges: 
         index.masked_fill_(~token_mask[:, :, None], num_buckets + 1)
         index.masked_fill_(~token_mask[:, None, :], num_buckets)
     return index
-
-
-def extend_table(table: torch.Tensor, masked: float, dtype: torch.dtype) -> torch.Tensor:
-    """``[table, masked, 0]`` along the bucket axis, matching :func:`bucket_index`'s two extra codes.
-
-    Shapes:
-        table ``(K)`` or ``(h, K)``; returns ``(K + 2)`` or ``(h, K + 2)``.
-    """
-    extra = table.new_tensor([masked, 0.0]).expand(*table.shape[:-1], 2)
-    return torch.cat([table, extra], dim=-1).to(dtype)
 
 
 def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -241,8 +123,8 @@ class BucketBiasSDPA(torch.autograd.Function):
         b, h, n, d = q.shape
         neg_delta = (grad_out * out).sum(-1, keepdim=True).neg_()  # (b, h, n, 1): -rowsum(dO * O)
         grads = tuple(torch.empty(b, h, n, d, dtype=q.dtype) for _ in range(3))  # dq, dk, dv
-        threads = torch.get_num_threads() if PARALLEL_BLOCKS else 1
-        splits = min(h, -(-threads // b))  # head ranges per sentence, so that every thread gets work
+        workers = torch.get_num_threads() if threads.PARALLEL_BLOCKS else 1
+        splits = min(h, -(-workers // b))  # head ranges per sentence, so that every thread gets work
         tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
         parts = per_sentence(lambda task: _backward_task(task, *saved), tasks, q.device)
@@ -357,47 +239,6 @@ def bucket_bias_attention(
             return _flash_with_bias(q, k, v, ext, index)[0].to(dtype)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=gather_bias(ext, index)).to(dtype)
 
-
-_FLEX = None
-
-
-def _compiled_flex():
-    global _FLEX
-    if _FLEX is None:
-        from torch.nn.attention.flex_attention import flex_attention
-
-        # static shapes (one graph per length), as local_global does: the dynamic-shape graph failed to
-        # compile for CPU at the second distinct length (Inductor C++ error)
-        _FLEX = torch.compile(flex_attention, dynamic=False)
-    return _FLEX
-
-
-def flex_bucket_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor, index: torch.Tensor):
-    """FlexAttention with ``score_mod = score + ext[index[b, i, j]]`` (compiled; CUDA training, CPU forward).
-
-    Raises:
-        ValueError: on CPU when a gradient is needed (FlexAttention has no CPU backward; use ``"sdpa"``).
-    """
-    if q.device.type == "cpu" and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v, table)):
-        raise ValueError(
-            "backend 'flex' has no CPU backward (FlexAttention trains only on CUDA); use backend='sdpa' for CPU "
-            "training or run under torch.no_grad()"
-        )
-    ext = extend_table(table, mask_value(torch.float32), torch.float32)
-    ids = index.to(device=q.device, dtype=torch.long)
-    if ext.dim() == 1:
-
-        def score_mod(score, b, h, i, j):
-            return score + ext[ids[b, i, j]]
-
-    else:
-
-        def score_mod(score, b, h, i, j):
-            return score + ext[h, ids[b, i, j]]
-
-    return _compiled_flex()(q, k, v, score_mod=score_mod)
-
-
 def table_bias_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -416,35 +257,3 @@ def table_bias_attention(
         out, weights = naive_attention(q, k, v, bias=bias, allowed=allowed)
         return out, weights if return_weights else None
     return bucket_bias_attention(q, k, v, table, index, token_mask, backend), None
-
-
-def flex_dense_bias(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, allowed: torch.Tensor
-) -> torch.Tensor:
-    """FlexAttention with ``score_mod = score + bias[b, h, i, j]`` on allowed pairs, ``-inf`` elsewhere (compiled;
-    CUDA training, CPU forward); a row with no allowed key outputs zeros.
-
-    Shapes:
-        q, k, v ``(b, h, n, d)``; bias ``(b, 1|h, n, n)`` or None; allowed bool broadcastable to ``(b, h, n, n)``.
-    """
-    if q.device.type == "cpu" and torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (q, k, v, bias)
-    ):
-        raise ValueError(
-            "backend 'flex' has no CPU backward (FlexAttention trains only on CUDA); use backend='sdpa' for CPU "
-            "training or run under torch.no_grad()"
-        )
-    b, h, n, _ = q.shape
-    per_head = allowed.shape[1] != 1 or (bias is not None and bias.shape[1] != 1)
-    heads = h if per_head else 1
-    gate = allowed.expand(b, heads, n, n).contiguous()
-    add = torch.zeros((), device=q.device) if bias is None else bias.float().expand(b, heads, n, n).contiguous()
-
-    def score_mod(score, bi, hi, i, j):
-        hh = hi if per_head else 0
-        shifted = score if bias is None else score + add[bi, hh, i, j]
-        return torch.where(gate[bi, hh, i, j], shifted, -float("inf"))
-
-    out = _compiled_flex()(q, k, v, score_mod=score_mod)
-    keep = allowed.any(dim=-1, keepdim=True)
-    return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
