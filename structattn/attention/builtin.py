@@ -5,6 +5,4 @@
 A new built-in variant is one file with one ``@register_attention`` decorator, plus one line here.
 """
 
-from structattn.attention import fixed_decay, full, hard_mask, local_global, soft_bias, ssan
-
-BUILTIN = {module.__name__.rsplit(".", 1)[-1] for module in (fixed_decay, full, hard_mask, local_global, soft_bias, ssan)}
+from structattn.attention import fixed_decay, full, hard_mask, local_global, soft_bias, ssan  # noqa: F401
