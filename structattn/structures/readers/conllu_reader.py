@@ -13,8 +13,10 @@ are not kept.
 
 from __future__ import annotations
 
+from typing import Any
+
 from conllu.exceptions import ParseException
-from conllu.parser import DEFAULT_FIELDS, parse_line
+from conllu.parser import DEFAULT_FIELDS, parse_dict_value, parse_id_value, parse_int_value, parse_paired_list_value
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
 from structattn.structures.readers._rows import Row, dependency_pairs, present
@@ -70,35 +72,55 @@ def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
 
 
 def _row(number: int, line: str, where: str) -> Row:
-    """One token line -> :class:`Row`, fields parsed by ``conllu.parser.parse_line``."""
+    """One token line -> :class:`Row`, fields parsed by ``conllu.parser``'s value parsers.
+
+    Only the columns the library keeps are parsed (LEMMA, XPOS and FEATS are not, and MISC only when it
+    holds ``Entity=``); plain numbers take a shortcut past the regular expressions."""
     columns = line.split("\t")
-    token_name = f"token ID {columns[0]}" + (f" ({columns[1]!r})" if len(columns) > 1 else "")
     if len(columns) != len(DEFAULT_FIELDS):
+        token_name = f"token ID {columns[0]}" + (f" ({columns[1]!r})" if len(columns) > 1 else "")
         raise ValueError(f"{where}: {token_name}: expected {len(DEFAULT_FIELDS)} tab-separated columns, found "
                          f"{len(columns)}: {line!r}")
+    ident, form, _, upos, _, _, head, deprel, deps, misc = columns
     try:
-        token = parse_line(line, DEFAULT_FIELDS)
+        ident = int(ident) if _is_number(ident) else parse_id_value(ident)
+        head = int(head) if _is_number(head) else _field("head", parse_int_value, head)
+        deps = None if deps == "_" else _field("deps", parse_paired_list_value, deps)
+        entity = (_field("misc", parse_dict_value, misc) or {}).get("Entity") if "Entity=" in misc else None
     except ParseException as error:
-        raise ValueError(f"{where}: {token_name}: {error}") from error
-    deps = token["deps"]
+        raise ValueError(f"{where}: token ID {columns[0]} ({form!r}): {error}") from error
     if isinstance(deps, str):
-        raise ValueError(f"{where}: {token_name}: malformed DEPS {deps!r} (expected head:label|head:label)")
-    ident = token["id"]
+        raise ValueError(f"{where}: token ID {columns[0]} ({form!r}): malformed DEPS {deps!r} (expected "
+                         "head:label|head:label)")
     if isinstance(ident, int):
         kind, key = "word", (ident,)
+    elif ident is None:
+        raise ValueError(f"{where}: token ID {columns[0]!r} ({form!r}): 'is not a valid ID'")
     else:  # (1, "-", 2) or (8, ".", 1)
         kind, key = {"-": "range", ".": "empty"}[ident[1]], (ident[0], ident[2])
     return Row(
         kind=kind,
         key=key,
-        form=token["form"],
-        upos=present(token["upos"]),
-        head=token["head"],
-        deprel=present(token["deprel"]),
+        form=form,
+        upos=None if upos == "_" else upos,
+        head=head,
+        deprel=None if deprel == "_" else deprel,
         deps=dependency_pairs(deps),
-        entity=(token["misc"] or {}).get("Entity"),
+        entity=entity,
         line=number,
     )
+
+
+def _is_number(value: str) -> bool:
+    """A plain CoNLL-U number (``0`` or no leading zero), which ``int`` reads as ``conllu`` would."""
+    return value.isdigit() and value.isascii() and (value[0] != "0" or value == "0")
+
+
+def _field(name: str, parse: Any, value: str) -> Any:
+    try:
+        return parse(value)
+    except ParseException as error:
+        raise ParseException(f"Failed parsing field '{name}': {error}") from None
 
 
 def _document_coref(sentences: list[Sentence]) -> list[list[Mention]] | None:
