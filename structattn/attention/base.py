@@ -12,7 +12,8 @@ Call signature (the same for all variants)::
 (``ssan``) declare ``needs_hidden = True`` and fail without it; the others ignore it. ``structure`` may be
 ``None`` only for variants that require no structure field (no padding is assumed then).
 
-Padding is handled here, once, for every variant: padded rows of q, k, v (and ``hidden``) are replaced
+Padding is handled here, once, for every variant: padded rows of q, k, v (and ``hidden``, for variants that
+read it) are replaced
 with zeros before the variant runs (``torch.where``, so NaN or inf left there by the caller cannot leak:
 ``0 * NaN`` would be NaN), and padded query rows of the output and the weights are zeroed after it. A
 variant only has to keep padded keys out of every real row's softmax. Padded keys never receive weight. A query row with no allowed key yields
@@ -138,7 +139,8 @@ class StructuredAttention(nn.Module):
         token_mask = padding_of(structure, q.shape[0], q.shape[2], q.device)
         if token_mask is not None:  # padded rows hold zeros, whatever the caller left there (NaN, inf)
             q, k, v = (blank_padding(x, token_mask, 2) for x in (q, k, v))
-            hidden = None if hidden is None else blank_padding(hidden, token_mask, 1)
+            if hidden is not None and self.needs_hidden:  # the other variants ignore hidden: no copy
+                hidden = blank_padding(hidden, token_mask, 1)
         out, weights = self.attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
         if token_mask is not None:  # padded queries are zeroed here, once, for every variant
             out = blank_padding(out, token_mask, 2)
