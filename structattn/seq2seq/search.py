@@ -28,20 +28,23 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def greedy_search(stepper: Stepper, bos_id: int, eos_id: int, max_lengths: Sequence[int]) -> list[list[int]]:
-    """The most probable next token at every step, until ``</s>`` or the length limit, for each sentence."""
-    b = len(max_lengths)
+    """The most probable next token at every step, until ``</s>`` or the length limit, for each sentence.
+    Finished sentences leave the batch (``stepper.reorder``), so later steps cost less."""
+    alive = torch.arange(len(max_lengths))  # the sentence of each row
     limits = torch.tensor(list(max_lengths))
-    last = torch.full((b,), bos_id, dtype=torch.long)
-    done = torch.zeros(b, dtype=torch.bool)
-    out: list[list[int]] = [[] for _ in range(b)]
+    last = torch.full((len(max_lengths),), bos_id, dtype=torch.long)
+    out: list[list[int]] = [[] for _ in max_lengths]
     for t in range(int(limits.max())):
         token = stepper.step(last).argmax(-1).cpu()
-        token = torch.where(t + 1 >= limits, torch.full_like(token, eos_id), token)
-        for i in torch.nonzero(~done & (token != eos_id)).flatten().tolist():
-            out[i].append(int(token[i]))
-        done |= token == eos_id
-        if bool(done.all()):
+        token = torch.where(t + 1 >= limits[alive], torch.full_like(token, eos_id), token)
+        going = token != eos_id
+        for row in torch.nonzero(going).flatten().tolist():
+            out[int(alive[row])].append(int(token[row]))
+        if not bool(going.any()):
             break
+        if not bool(going.all()):
+            stepper.reorder(torch.nonzero(going).flatten().to(_device(stepper)))
+            alive, token = alive[going], token[going]
         last = token.to(last.device)
     return out
 
@@ -50,50 +53,51 @@ def greedy_search(stepper: Stepper, bos_id: int, eos_id: int, max_lengths: Seque
 def beam_search(stepper: Stepper, bos_id: int, eos_id: int, max_lengths: Sequence[int], beam: int,
                 alpha: float = 0.6) -> list[list[int]]:
     """Batched beam search (see the module docstring); ``stepper`` holds ``beam`` rows per sentence.
+    Finished sentences leave the batch, so later steps cost less.
 
     Returns:
         The best finished hypothesis of each sentence, in input order.
     """
-    b, k = len(max_lengths), beam
+    k = beam
+    alive = torch.arange(len(max_lengths))  # the sentence of each group of k rows
     limits = torch.tensor(list(max_lengths))
-    scores = torch.full((b, k), -torch.inf, dtype=torch.float64)
+    scores = torch.full((len(alive), k), -torch.inf, dtype=torch.float64)
     scores[:, 0] = 0.0  # one live hypothesis to start with
-    tokens = torch.full((b * k, 1), bos_id, dtype=torch.long)
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-    done = [False] * b
+    tokens = torch.full((len(alive) * k, 1), bos_id, dtype=torch.long)
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in max_lengths]
     for t in range(int(limits.max())):
-        logp = stepper.step(tokens[:, -1]).cpu().double()  # (b * k, V)
+        b = len(alive)
+        logp = stepper.step(tokens[:, -1]).cpu().double().view(b, k, -1)  # (b, k, V)
         vocab = logp.shape[-1]
-        forced = (t + 1 >= limits)[:, None, None]  # (b, 1, 1)
-        only_eos = torch.full_like(logp.view(b, k, vocab), -torch.inf)
-        only_eos[..., eos_id] = 0.0
-        candidates = scores[..., None] + torch.where(forced, only_eos + logp.view(b, k, vocab)[..., eos_id : eos_id + 1],
-                                                      logp.view(b, k, vocab))
+        forced = (t + 1 >= limits[alive])[:, None, None]  # (b, 1, 1): only </s> may follow
+        only_eos = torch.full_like(logp, -torch.inf)
+        only_eos[..., eos_id] = logp[..., eos_id]
+        candidates = scores[..., None] + torch.where(forced, only_eos, logp)
         top, index = candidates.view(b, -1).topk(min(2 * k, k * vocab), dim=1)  # (b, 2k)
         parent, token = index // vocab, index % vocab
         is_eos = token == eos_id
-        _finish(finished, done, top, parent, token, is_eos, tokens, k, t + 1, alpha)
-        keep = (torch.arange(top.shape[1]) + is_eos * top.shape[1]).argsort(dim=1)[:, :k]  # best k non-EOS
+        _finish(finished, alive, top, parent, is_eos, tokens, k, t + 1, alpha)
+        keep = (torch.arange(top.shape[1]) + is_eos * top.shape[1]).argsort(dim=1)[:, :k]  # best k non-</s>
         scores = top.gather(1, keep).masked_fill(is_eos.gather(1, keep), -torch.inf)
-        rows = (parent.gather(1, keep) + torch.arange(b)[:, None] * k).flatten()  # (b * k,)
-        tokens = torch.cat([tokens[rows], token.gather(1, keep).flatten()[:, None]], dim=1)
-        for i in range(b):
-            done[i] = done[i] or len(finished[i]) >= k or bool(t + 1 >= limits[i])
-        if all(done):
+        rows = parent.gather(1, keep) + torch.arange(b)[:, None] * k  # (b, k): each survivor's parent row
+        tokens = torch.cat([tokens[rows.flatten()], token.gather(1, keep).flatten()[:, None]], dim=1)
+        going = torch.tensor([len(finished[int(i)]) < k for i in alive]) & (t + 1 < limits[alive])
+        if not bool(going.any()):
             break
-        stepper.reorder(rows.to(_device(stepper)))
+        alive, scores = alive[going], scores[going]
+        tokens = tokens.view(b, k, -1)[going].flatten(0, 1)
+        stepper.reorder(rows[going].flatten().to(_device(stepper)))
     return [max(f, key=lambda pair: pair[0])[1] for f in finished]
 
 
-def _finish(finished: list[list[tuple[float, list[int]]]], done: list[bool], top: torch.Tensor, parent: torch.Tensor,
-            token: torch.Tensor, is_eos: torch.Tensor, tokens: torch.Tensor, k: int, length: int, alpha: float) -> None:
+def _finish(finished: list[list[tuple[float, list[int]]]], alive: torch.Tensor, top: torch.Tensor, parent: torch.Tensor,
+            is_eos: torch.Tensor, tokens: torch.Tensor, k: int, length: int, alpha: float) -> None:
     """Move the ``</s>`` candidates ranked among the best ``k`` (with a finite score) into ``finished``."""
     penalty = length_penalty(length, alpha)
     hits = is_eos[:, :k] & torch.isfinite(top[:, :k])
-    for i, r in torch.nonzero(hits).tolist():
-        if not done[i]:
-            prefix = tokens[i * k + int(parent[i, r]), 1:].tolist()
-            finished[i].append((float(top[i, r]) / penalty, prefix))
+    for s, r in torch.nonzero(hits).tolist():
+        prefix = tokens[s * k + int(parent[s, r]), 1:].tolist()
+        finished[int(alive[s])].append((float(top[s, r]) / penalty, prefix))
 
 
 def _device(stepper: Stepper) -> torch.device:

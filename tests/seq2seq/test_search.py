@@ -51,13 +51,14 @@ class TableStepper:
     """A hand-made model: log p(next | prefix) from a fixed random table indexed by the prefix."""
 
     def __init__(self, rows: int, vocab: int, seed: int) -> None:
-        self.vocab, self.g = vocab, torch.Generator().manual_seed(seed)
+        self.vocab, self.seed = vocab, seed
         self.table: dict[tuple[int, ...], torch.Tensor] = {}
         self.prefix = [[] for _ in range(rows)]
 
     def logp(self, prefix: tuple[int, ...]) -> torch.Tensor:
-        if prefix not in self.table:
-            scores = torch.randn(self.vocab, generator=self.g, dtype=torch.float64) * 2
+        if prefix not in self.table:  # the same prefix gets the same numbers, whatever the order of calls
+            g = torch.Generator().manual_seed(hash((self.seed, *prefix)) % 2**31)
+            scores = torch.randn(self.vocab, generator=g, dtype=torch.float64) * 2
             scores[:2] = -torch.inf  # padding and unknown never predicted; BOS (2) is just another token here
             self.table[prefix] = torch.log_softmax(scores, dim=0)
         return self.table[prefix]
@@ -89,6 +90,16 @@ def test_beam_search_finds_the_enumerated_best():
         stepper = TableStepper(rows=16, vocab=6, seed=seed)  # 3 real tokens + </s>; 13 hypotheses <= beam 16
         found = beam_search(stepper, BOS, EOS, [3], beam=16, alpha=alpha)
         assert found == [brute_force(stepper, 3, alpha)], (seed, alpha)
+
+
+def test_batched_beam_with_sentences_finishing_at_different_steps_equals_one_by_one():
+    limits, beam = [4, 2, 5, 3], 3
+    together = beam_search(TableStepper(rows=len(limits) * beam, vocab=7, seed=9), BOS, EOS, limits, beam=beam)
+    alone = [beam_search(TableStepper(rows=beam, vocab=7, seed=9), BOS, EOS, [n], beam=beam)[0] for n in limits]
+    assert together == alone
+    assert len({tuple(h) for h in together}) > 1
+    greedy = greedy_search(TableStepper(rows=len(limits), vocab=7, seed=9), BOS, EOS, limits)
+    assert greedy == [greedy_search(TableStepper(rows=1, vocab=7, seed=9), BOS, EOS, [n])[0] for n in limits]
 
 
 def test_translate_returns_input_order_and_matches_unbatched():
