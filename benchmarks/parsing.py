@@ -20,6 +20,12 @@ from a warm :class:`StructureCache`, for sentences and for 465-token documents (
 bundled UD Czech PUD treebank, whose enhanced graphs make the ``semantic`` provider a batched BFS.
 
 Run: ``python benchmarks/parsing.py [--parser spacy] [--repeats 5] [--limit N]``.
+
+Start-up (``--startup``, issue 7): fresh processes, timed side by side in interleaved rounds (best wall
+time, and best CPU time of the child process): ``structattn parse`` on the 1000 sentences against a bare
+spaCy script doing the same parse (same model and excluded components) and writing CoNLL-U, and every
+``--help`` of the structures commands. Targets: parse <= 1.15 x the bare script, each ``--help`` < 0.3 s.
+``python benchmarks/parsing.py --startup [--repeats 5] [--limit N]``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,78 @@ def timed(run: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+BARE_SPACY = r"""
+import sys
+import spacy
+
+source, out, model, exclude = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+nlp = spacy.load(model, exclude=exclude)
+lines = [(n, line) for n, line in enumerate(open(source, encoding="utf-8").read().splitlines(), 1) if line.strip()]
+with open(out, "w", encoding="utf-8") as handle:
+    docs = nlp.pipe([" ".join(line.split()) for _, line in lines], batch_size=256)
+    for (n, _), doc in zip(lines, docs):
+        for k, sent in enumerate(doc.sents):
+            handle.write(f"# sent_id = L{n}-{k}\n# text = {sent.text}\n")
+            for t in sent:
+                head = 0 if t.head.i == t.i else t.head.i - sent.start + 1
+                handle.write(f"{t.i - sent.start + 1}\t{t.text}\t_\t{t.pos_ or '_'}\t_\t_\t{head}\t{t.dep_}\t_\t_\n")
+            handle.write("\n")
+"""
+STARTUP_TARGET, HELP_TARGET = 1.15, 0.3
+
+
+def run_child(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one fresh process; it must succeed."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(repeats: int, limit: int | None) -> None:
+    """``structattn parse`` vs a bare spaCy script, and the ``--help`` of each structures command."""
+    import sys
+
+    from structattn.structures.annotators.spacy_annotator import UNNEEDED, SpacyAnnotator
+
+    model = SpacyAnnotator().model
+    cli = [sys.executable, "-m", "structattn.cli"]
+    with tempfile.TemporaryDirectory(prefix="structattn-startup-") as root:
+        source = Path(root) / "texts.txt"
+        lines = DATA.read_text(encoding="utf-8").splitlines()[:limit]
+        source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "bare spaCy script (parse + write)": [sys.executable, "-c", BARE_SPACY, str(source),
+                                                  str(Path(root) / "bare.conllu"), model, ",".join(UNNEEDED)],
+            "structattn parse": cli + ["parse", str(source), "--out", str(Path(root) / "out.conllu"), "--quiet"],
+            "structattn parse --help": cli + ["parse", "--help"],
+            "structattn structures --help": cli + ["structures", "--help"],
+            "structattn structures demo --help": cli + ["structures", "demo", "--help"],
+            "python -m ...annotators.commands --help": [sys.executable, "-m", "structattn.structures.annotators.commands", "--help"],
+            "python -m ...structures.commands --help": [sys.executable, "-m", "structattn.structures.commands", "--help"],
+        }
+        best = {name: (float("inf"), float("inf")) for name in commands}
+        for _ in range(repeats):
+            for name, command in commands.items():
+                wall, cpu = run_child(command)
+                best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    print(f"# start-up: {len(lines)} lines, best of {repeats} interleaved rounds, fresh processes\n")
+    print("| command | wall s | child CPU s | target |")
+    print("|---|---:|---:|---|")
+    for name, (wall, cpu) in best.items():
+        target = f"< {HELP_TARGET} s" if name.endswith("--help") else ""
+        print(f"| {name} | {wall:.3f} | {cpu:.3f} | {target} |")
+    bare, ours = best["bare spaCy script (parse + write)"], best["structattn parse"]
+    print(f"\nstructattn parse / bare spaCy script: {ours[0] / bare[0]:.2f}x wall, {ours[1] / bare[1]:.2f}x CPU "
+          f"(target <= {STARTUP_TARGET}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parser", default="spacy", choices=["spacy", "stanza"])
@@ -59,7 +137,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="sentences per provider.batch call")
     parser.add_argument("--limit", type=int, default=None, help="first N sentences only")
     parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--startup", action="store_true", help="start-up table only (fresh processes)")
     args = parser.parse_args()
+    if args.startup:
+        startup(args.repeats, args.limit)
+        return
     torch.set_num_threads(args.torch_threads)
 
     texts = [line for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()][: args.limit]
