@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _record_command(argv: list[str]) -> None:
+    if "-h" in argv or "--help" in argv:
+        return  # help records nothing, and importing structattn.experiments (torch) would cost ~3 s
     from structattn.experiments.provenance import set_command_line
 
     set_command_line(argv)
