@@ -228,6 +228,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     columns, table = _layer_table(rows)
     shown = [c for c in columns if "baseline" not in c]
@@ -243,7 +244,9 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
                     ax.axhline(values[0], color="grey", ls=style, lw=1, label=base.replace("_", " "))
         ax.set_title(column)
         ax.set_xlabel("layer")
-    axes[0][0].legend(fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if column.startswith("tree_induction") or ax is axes[0][0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
