@@ -97,14 +97,21 @@ class StructureCollator:
         for s, ids in zip(sentences, word_ids):
             check_tokenization(s.words, ids, describe_sentence(s.id), self.max_length)
         batch: dict[str, Any] = dict(enc)
-        batch["structures"] = {name: self._aligned(p, sentences, word_ids, enc["input_ids"].shape[1])
+        tokens = [self.tokenizer.convert_ids_to_tokens(enc["input_ids"][k, : lengths[k]].tolist()) for k in range(len(sentences))]
+        batch["structures"] = {name: self._aligned(p, sentences, word_ids, tokens, enc["input_ids"].shape[1])
                                for name, p in self.providers.items()}
         return Encoded(batch, word_ids)
 
     def _aligned(
-        self, provider: StructureProvider, sentences: Sequence[Sentence], word_ids: list[list[int | None]], n: int
+        self, provider: StructureProvider, sentences: Sequence[Sentence], word_ids: list[list[int | None]],
+        tokens: list[list[str]], n: int,
     ) -> Structure:
-        aligned = [align_to_subwords(provider(s), ids, self.piece_distance) for s, ids in zip(sentences, word_ids)]
+        """Word structures aligned to the tokens; a position-based one (``band``: ``window``) is built on the
+        tokens themselves, special tokens included (so ``global_tokens=[0]`` makes [CLS] global)."""
+        if "band" in provider.provides:
+            aligned = [provider(Sentence(words=t, id=s.id)) for s, t in zip(sentences, tokens)]
+        else:
+            aligned = [align_to_subwords(provider(s), ids, self.piece_distance) for s, ids in zip(sentences, word_ids)]
         structure = collate(aligned)
         if structure.num_tokens != n:
             raise ValueError(f"StructureCollator: structures cover {structure.num_tokens} tokens, the batch {n}")

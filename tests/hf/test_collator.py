@@ -80,3 +80,27 @@ def test_check_tokenization_refuses_what_the_structure_cannot_follow(ids, messag
     with pytest.raises(ValueError, match=message):
         check_tokenization(["a", "b"], ids, "sentence 'x'", None)
     check_tokenization(["a", "b"], [None, 0, 1, 1, None], "sentence 'x'", 5)  # a good one passes
+
+
+def test_window_structures_are_built_on_the_tokens(tokenizer, short_sentences):
+    from structattn.structures import get_provider
+
+    batch = StructureCollator(tokenizer, providers={"window": get_provider("window", radius=2, global_tokens=[0])})(short_sentences)
+    window = batch["structures"]["window"]
+    assert window.window_radius == 2 and torch.equal(window.token_mask, batch["attention_mask"].bool())
+    distance = window.dense_distance()
+    n = int(batch["attention_mask"][0].sum())
+    assert int(distance[0, 3, 5]) == 2 and int(distance[0, 3, 6]) == -1 and int(distance[0, 0, n - 1]) >= 0  # [CLS] global
+
+
+def test_local_global_attached_over_token_windows(tokenizer, short_sentences):
+    import structattn.hf as H
+    from structattn.structures import get_provider
+    from tests.hf.conftest import tiny_model
+
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "local_global(window)@0; full")
+    collate = StructureCollator(tokenizer, providers={"window": get_provider("window", radius=2, global_tokens=[0])})
+    with torch.no_grad():
+        out = model(**collate(short_sentences)).last_hidden_state
+    assert torch.isfinite(out).all()
