@@ -2,11 +2,11 @@
 provider and a task. Nothing here edits structattn; importing the file registers the three pieces.
 
     structattn compare examples/compare.gin --import examples/plugin.py --out runs/example
-    python -m pytest examples/test_examples.py      # the contract kit on the variant and the provider
+    python -m pytest tests/test_examples.py         # the contract kit on the variant and the provider
 
-* ``gaussian_bias`` (attention): ``score_ij = q_i . k_j / sqrt(d) - dist_ij^2 / (2 sigma_h^2)`` with one
-  learned ``sigma_h`` per head (kept positive as ``exp(log_sigma)``); keys at distance ``-1`` (unreachable or
-  padding) get no weight; a row with no reachable key outputs zeros.
+* ``gaussian_bias`` (attention, on the shared bias base's ``bias()`` hook): ``score_ij = q_i . k_j / sqrt(d) -
+  dist_ij^2 / (2 sigma_h^2)`` with one learned ``sigma_h`` per head (kept positive as ``exp(log_sigma)``);
+  keys at distance ``-1`` (unreachable or padding) get no weight; a row with no reachable key outputs zeros.
 * ``chain`` (provider): each word linked to the next, so ``distance[i, j] = |i - j|``.
 * ``chain_position`` (task): tag each word of the bundled treebank with its position modulo ``modulus``.
 
@@ -19,23 +19,27 @@ import math
 from typing import Any
 
 import torch
-from einops import einsum
 from torch import nn
 
-from structattn.attention import StructuredAttention, register_attention
+from structattn.attention import BiasedAttention, LearnedQuantity, register_attention
 from structattn.structures import GraphProvider, Structure, register_provider
 from structattn.tasks.base import register_task
 from structattn.tasks.treebank import TreebankTask
 
 
 @register_attention("gaussian_bias")
-class GaussianBiasAttention(StructuredAttention):
+class GaussianBiasAttention(BiasedAttention):
     """Scores plus a Gaussian bias of the structural distance, one learned width per head.
+
+    The shared bias base (:class:`~structattn.attention.biased.BiasedAttention`) owns padding, the fused /
+    naive / flex paths and the returned weights; this class only says what the bias is (:meth:`bias`) and
+    which keys are allowed (:meth:`allowed`).
 
     Args:
         num_heads: h.
         head_dim: d.
         init_sigma: initial width of every head (> 0), in hops.
+        backend: ``"sdpa"`` (fused), ``"naive"`` (eager) or ``"flex"``.
 
     Shapes:
         q, k, v ``(b, h, n, d)`` -> out ``(b, h, n, d)``, weights ``(b, h, n, n)``; structure.distance
@@ -44,38 +48,35 @@ class GaussianBiasAttention(StructuredAttention):
 
     requires = frozenset({"distance"})
 
-    def __init__(self, num_heads: int, head_dim: int, init_sigma: float = 2.0) -> None:
+    def __init__(self, num_heads: int, head_dim: int, init_sigma: float = 2.0, backend: str = "sdpa") -> None:
         super().__init__(num_heads, head_dim)
         if not init_sigma > 0:
             raise ValueError(f"gaussian_bias: init_sigma must be > 0, got {init_sigma}")
+        self.backend = self.check_backend(backend)
         self.log_sigma = nn.Parameter(torch.full((num_heads,), math.log(init_sigma)))
 
     def sigma(self) -> torch.Tensor:
         """Per-head widths ``(h,)``."""
         return self.log_sigma.exp()
 
-    def learned_quantities(self) -> list[Any]:
+    def learned_quantities(self) -> list[LearnedQuantity]:
         """What a run records about this module: the per-head widths, ``(h, 1)``."""
-        from structattn.attention.learned import LearnedQuantity
-
         return [LearnedQuantity("sigma", self.sigma().detach().float()[:, None], ["sigma"])]
 
-    def bias(self, structure: Structure, dtype: torch.dtype) -> torch.Tensor:
-        """``-dist^2 / (2 sigma_h^2)`` (0 where the distance is -1; those keys are masked). Shapes: (b, h, n, n)."""
-        dist = structure.distance if structure.distance.dim() == 3 else structure.distance[None]
-        dist = dist.clamp(min=0).to(dtype)[:, None]  # (b, 1, n, n)
-        sigma = self.sigma().to(dtype)[None, :, None, None]  # (1, h, 1, 1)
+    def bias(self, structure: Structure, batch_size: int, num_heads: int, device: torch.device,
+             dtype: torch.dtype) -> torch.Tensor:
+        """``-dist^2 / (2 sigma_h^2)``, 0 where the distance is -1 (those keys are not allowed). Shapes: (b, h, n, n)."""
+        dist = _batched(structure.distance).to(device).clamp(min=0).to(dtype)[:, None]  # (b, 1, n, n)
+        sigma = self.sigma().to(device, dtype)[None, :, None, None]  # (1, h, 1, 1)
         return -dist.pow(2) / (2 * sigma.pow(2))
 
-    def attend(self, q, k, v, structure, *, hidden, return_weights):
-        dtype = torch.promote_types(q.dtype, torch.float32)  # softmax in float32 at least
-        dist = structure.distance if structure.distance.dim() == 3 else structure.distance[None]
-        allowed = (dist >= 0)[:, None]  # (b, 1, n, n); padding has distance -1
-        scores = einsum(q.to(dtype), k.to(dtype), "b h i d, b h j d -> b h i j") / math.sqrt(q.shape[-1])
-        scores = (scores + self.bias(structure, dtype)).masked_fill(~allowed, -torch.finfo(dtype).max)
-        weights = scores.softmax(-1).masked_fill(~allowed, 0.0)  # a row with no allowed key: all zero
-        out = einsum(weights, v.to(dtype), "b h i j, b h j d -> b h i d")
-        return out.to(q.dtype), weights.to(q.dtype)
+    def allowed(self, structure: Structure, batch_size: int, device: torch.device) -> torch.Tensor:
+        """Keys at a known distance (unreachable pairs and padding have -1). Shapes: (b, 1, n, n)."""
+        return (_batched(structure.distance).to(device) >= 0)[:, None]
+
+
+def _batched(distance: torch.Tensor) -> torch.Tensor:
+    return distance if distance.dim() == 3 else distance[None]
 
 
 @register_provider("chain")

@@ -144,21 +144,18 @@ def test_the_example_comparison_runs_from_another_folder_and_replays_the_plugin(
         (r["run_id"], r["metric"], r["value"]) for r in rows)
 
 
-def _records_learned_quantities() -> bool:
-    """Whether run records are built from ``StructuredAttention.learned_quantities()`` (the attention refactor)."""
-    import inspect as source
-
-    from structattn.experiments import inspect
-
-    return "learned_quantities" in source.getsource(inspect)
-
-
-@pytest.mark.xfail(condition=not _records_learned_quantities(), strict=True,
-                   reason="run records take learned quantities from StructuredAttention.learned_quantities() only once "
-                          "the attention refactor lands; until then only soft_bias-style tables are recorded")
 def test_the_learned_sigma_is_recorded(example_run):
+    """learned_quantities() reaches the run record: one sigma row per head for each layer, positive, moved
+    from its initial value by the 20 training steps."""
     import json
 
     _, out = example_run
     record = json.loads(next(out.glob("runs/*gaussian*.json")).read_text())
-    assert "sigma" in json.dumps({k: record.get(k) for k in ("bias", "learned")}), record.get("bias")
+    sigmas = [q for q in record["bias"] if q["name"] == "sigma"]
+    assert [q["layer"] for q in sigmas] == [0, 1], record["bias"]
+    for q in sigmas:
+        assert q["labels"] == ["sigma"] and len(q["values"]) == 2  # model.num_heads = 2 in examples/compare.gin
+        values = [row[0] for row in q["values"]]
+        assert all(v > 0 for v in values) and any(abs(v - 2.0) > 1e-6 for v in values)
+    full = json.loads(next(out.glob("runs/*_full_*.json")).read_text())
+    assert not any(q["name"] == "sigma" for q in full["bias"])
