@@ -62,8 +62,7 @@ def attach(
                     for g in groups]
         attached = AttachedAttention(index, groups, variants).to(next(module.parameters()).device)
         module.add_module("structattn", attached)
-        if attached.needs_hidden:
-            module.register_forward_pre_hook(_capture_hidden, with_kwargs=True)
+        module.register_forward_pre_hook(_before_attention, with_kwargs=True)
     model.set_attn_implementation(name)
     setattr(config, CONFIG_KEY, {"plan": plan, "base_attention": base, "version": structattn.__version__,
                                  "structure_fields": {k: sorted(v) for k, v in fields.items()}})
@@ -108,6 +107,16 @@ def _structure_fields(
     return out
 
 
-def _capture_hidden(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Forward pre-hook: hand the layer input to the attached variants that score pairs from it."""
-    module.structattn.hidden = args[0] if args else kwargs["hidden_states"]
+def _before_attention(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Forward pre-hook of an attached layer: refuse to run when the model no longer routes attention to
+    structattn (the variants would be skipped silently), and hand the layer input to variants that read it."""
+    attached = module.structattn
+    implementation = module.config._attn_implementation
+    if not (implementation or "").startswith(interface.PREFIX):
+        raise RuntimeError(
+            f"layer {attached.layer} has structattn attention attached, but config._attn_implementation is "
+            f"{implementation!r}, so it would be skipped; set it back with "
+            f"model.set_attn_implementation('{interface.PREFIX}sdpa') (or use structattn.hf.interface.eager_attention)"
+        )
+    if attached.needs_hidden:
+        attached.hidden = args[0] if args else kwargs["hidden_states"]

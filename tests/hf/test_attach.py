@@ -229,3 +229,12 @@ def test_structure_padded_unlike_the_attention_mask_is_refused(tokenizer, short_
     mask[0, -1] = 0  # the structure says this token is real
     with pytest.raises(ValueError, match=r"layer 0.*pads row 0 differently"):
         model(**{**batch, "attention_mask": mask})
+
+
+def test_switching_the_attention_implementation_away_is_refused(tokenizer, short_sentences):
+    """A model set back to plain sdpa would skip the attached variants silently: it raises instead."""
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "soft_bias(dependency)@1; full")
+    model.set_attn_implementation("sdpa")
+    with pytest.raises(RuntimeError, match=r"layer 1 has structattn attention attached.*'sdpa'"):
+        model(**_batch(tokenizer, short_sentences))
