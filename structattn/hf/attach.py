@@ -48,8 +48,13 @@ def attach(
     """
     modules = families.self_attention_modules(model)
     config = model.config
-    if getattr(config, CONFIG_KEY, None) or any(getattr(m, "structattn", None) is not None for m in modules):
+    if any(getattr(m, "structattn", None) is not None for m in modules):
         raise ValueError(f"{type(model).__name__} already has structattn attention attached; attach once")
+    if getattr(config, CONFIG_KEY, None):
+        raise ValueError(
+            f"{type(model).__name__} was saved with structattn plan {getattr(config, CONFIG_KEY).get('plan')!r} but "
+            "loaded without it (its structattn weights were dropped); load it with structattn.hf.from_pretrained"
+        )
     heads = families.num_heads(modules[0])
     layers = parse_plan(plan, len(modules), heads)
     fields = _structure_fields(layers, structure_fields)

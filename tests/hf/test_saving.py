@@ -72,3 +72,14 @@ def test_checkpoint_with_a_head_loads_into_the_bare_model(tmp_path, tokenizer, s
     batch = StructureCollator(tokenizer)(short_sentences)
     with torch.no_grad():
         torch.testing.assert_close(bare(**batch).last_hidden_state, model.bert(**batch).last_hidden_state, atol=0, rtol=0)
+
+
+def test_attached_checkpoint_loaded_plainly_points_to_from_pretrained(tmp_path, tokenizer):
+    from transformers import AutoModel
+
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "soft_bias(dependency)")
+    model.save_pretrained(tmp_path)
+    plain = AutoModel.from_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="structattn.hf.from_pretrained"):
+        H.attach(plain, "soft_bias(dependency)")
