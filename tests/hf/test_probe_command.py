@@ -104,3 +104,20 @@ def test_unalignable_treebank_word_is_named(model_dir, tmp_path):
     with pytest.raises(ValueError, match=r"'broken-1'.*word 2"):
         main([str(model_dir), "--treebank", str(path), "--out", str(tmp_path / "o"), "--quiet", "--no-control",
               "--probes", "tree_induction"])
+
+
+def test_layers_and_probes_can_be_chosen(model_dir, tmp_path):
+    from structattn.experiments.probe_command import parse_layers
+
+    assert parse_layers("all") is None and parse_layers("0,2-3") == [0, 2, 3]
+    with pytest.raises(ValueError, match="--layers"):
+        parse_layers("x")
+    out = tmp_path / "probe"
+    main([str(model_dir), "--treebank", str(bundled_treebank()), "--limit", "12", "--out", str(out), "--layers", "2",
+          "--probes", "tree_induction", "--no-control", "--quiet"])
+    rows = list(csv.DictReader(open(out / "probe.csv")))
+    assert {r["layer"] for r in rows} == {"2"} and {r["probe"] for r in rows} == {"tree_induction"}
+    with pytest.raises(ValueError, match="unknown probes"):
+        main([str(model_dir), "--treebank", str(bundled_treebank()), "--out", str(tmp_path / "o"), "--probes", "nope"])
+    with pytest.raises(ValueError, match="not empty"):
+        main([str(model_dir), "--treebank", str(bundled_treebank()), "--out", str(out)])
