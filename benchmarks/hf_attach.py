@@ -4,8 +4,8 @@
     python benchmarks/hf_attach.py --threads 1     # one thread count
     python benchmarks/hf_attach.py --quick         # smoke run: a 2-layer width-32 model, n = 16, 2 rounds
 
-The model: a random ``BertModel`` (4 layers, width 512, 8 heads, ffn 2048, sdpa attention, dropout 0.1) in
-training mode. One step: forward on a batch of b sentences of n tokens (one padded row: n - 7 real tokens),
+The model: a random ``BertModel`` (4 layers, width 512, 8 heads, ffn 2048, sdpa attention, hidden dropout 0.1,
+attention-probability dropout 0: attached layers apply none, so both sides do the same work) in training mode. One step: forward on a batch of b sentences of n tokens (one padded row: n - 7 real tokens),
 a squared-hidden loss and ``backward()``. Each plan is attached to a copy of the same weights through
 ``structattn.hf.attach`` (``soft_bias(dependency)`` on every layer, ``hard_mask(dependency, radius=2)`` on
 every layer); structures (one random recursive tree per sentence through the ``dependency`` provider) are
@@ -56,7 +56,9 @@ def make_model(quick: bool, vocab: int):
     sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64) if quick else \
         dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048)
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=vocab, max_position_embeddings=512, attn_implementation="sdpa", **sizes)).train()
+    config = BertConfig(vocab_size=vocab, max_position_embeddings=512, attn_implementation="sdpa",
+                        attention_probs_dropout_prob=0.0, **sizes)
+    return BertModel(config).train()
 
 
 def step(model, batch: dict) -> Callable[[], None]:
