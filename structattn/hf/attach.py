@@ -59,15 +59,17 @@ def attach(
     layers = parse_plan(plan, len(modules), heads)
     fields = _structure_fields(layers, structure_fields)
     base = interface.base_of(getattr(config, "_attn_implementation", None))
-    name = interface.register(base)
+    built = {}  # every layer is built before any is attached: a bad group leaves the model untouched
     for index, (module, groups) in enumerate(zip(modules, layers)):
-        if _is_plain_full(groups):
-            continue
-        variants = [_build_group(_with_width(g, config.hidden_size), index, families.head_dim(module), fields)
-                    for g in groups]
-        attached = AttachedAttention(index, groups, variants).to(next(module.parameters()).device)
-        module.add_module("structattn", attached)
-        module.register_forward_pre_hook(_before_attention, with_kwargs=True)
+        if not _is_plain_full(groups):
+            variants = [_build_group(_with_width(g, config.hidden_size), index, families.head_dim(module), fields)
+                        for g in groups]
+            weight = next(module.parameters())
+            built[index] = AttachedAttention(index, groups, variants).to(device=weight.device, dtype=weight.dtype)
+    name = interface.register(base)
+    for index, attached in built.items():
+        modules[index].add_module("structattn", attached)
+        modules[index].register_forward_pre_hook(_before_attention, with_kwargs=True)
     model.set_attn_implementation(name)
     setattr(config, CONFIG_KEY, {"plan": plan, "base_attention": base, "version": structattn.__version__,
                                  "structure_fields": {k: sorted(v) for k, v in fields.items()}})

@@ -238,3 +238,11 @@ def test_switching_the_attention_implementation_away_is_refused(tokenizer, short
     model.set_attn_implementation("sdpa")
     with pytest.raises(RuntimeError, match=r"layer 1 has structattn attention attached.*'sdpa'"):
         model(**_batch(tokenizer, short_sentences))
+
+
+def test_a_bad_group_leaves_the_model_untouched(tokenizer):
+    model = tiny_model("bert", tokenizer)
+    with pytest.raises(ValueError, match="layer 1"):
+        H.attach(model, "soft_bias(dependency)@0; soft_bias(dependency, no_such_option=1)@1")
+    assert H.attached_layers(model) == {} and model.config._attn_implementation == "sdpa"
+    H.attach(model, "soft_bias(dependency)@0; full")  # and can still be attached
