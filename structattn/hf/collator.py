@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -55,9 +55,13 @@ class StructureCollator:
         providers: structure name (the name the attention plan uses) -> provider name or provider.
         max_length: longest tokenized sentence accepted (default ``tokenizer.model_max_length``).
         piece_distance: hops between pieces of one word (see ``align_to_subwords``).
+        truncation: cut sentences longer than ``max_length`` tokens (default off: they are refused). The
+            words that keep a token keep their distances in the whole sentence's structure; the cut words
+            are gone (``Encoded.word_ids`` says which words remain).
 
     Raises:
-        ValueError: a slow tokenizer, left padding; at call time a sentence longer than ``max_length`` or a
+        ValueError: a slow tokenizer, left padding; at call time a sentence longer than ``max_length`` (without
+            ``truncation``) or a
             tokenization that does not give every word a token (the message names the sentence and word).
     """
 
@@ -67,6 +71,7 @@ class StructureCollator:
         providers: Mapping[str, str | StructureProvider] | None = None,
         max_length: int | None = None,
         piece_distance: int = 0,
+        truncation: bool = False,
     ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
@@ -81,6 +86,9 @@ class StructureCollator:
         limit = max_length if max_length is not None else getattr(tokenizer, "model_max_length", None)
         self.max_length = int(limit) if limit is not None and limit < 10**9 else None
         self.piece_distance = piece_distance
+        if truncation and self.max_length is None:
+            raise ValueError("StructureCollator: truncation needs a max_length (the tokenizer sets none)")
+        self.truncation = truncation
 
     def __call__(self, sentences: Sequence[Sentence]) -> dict[str, Any]:
         """The batch for ``model(**batch)``."""
@@ -91,11 +99,13 @@ class StructureCollator:
         if not sentences:
             raise ValueError("StructureCollator: empty list of sentences")
         enc = self.tokenizer([list(s.words) for s in sentences], is_split_into_words=True, padding=True,
-                             truncation=False, return_tensors="pt", verbose=False)
+                             truncation=self.truncation, max_length=self.max_length if self.truncation else None,
+                             return_tensors="pt", verbose=False)
         lengths = enc["attention_mask"].sum(-1).tolist()
         word_ids = [enc.word_ids(k)[: lengths[k]] for k in range(len(sentences))]
         for s, ids in zip(sentences, word_ids):
-            check_tokenization(s.words, ids, describe_sentence(s.id), self.max_length)
+            kept = s.words[: _num_words(ids)] if self.truncation else s.words
+            check_tokenization(kept, ids, describe_sentence(s.id), self.max_length)
         batch: dict[str, Any] = dict(enc)
         tokens = [self.tokenizer.convert_ids_to_tokens(enc["input_ids"][k, : lengths[k]].tolist()) for k in range(len(sentences))]
         batch["structures"] = {name: self._aligned(p, sentences, word_ids, tokens, enc["input_ids"].shape[1])
@@ -111,11 +121,28 @@ class StructureCollator:
         if "band" in provider.provides:
             aligned = [provider(Sentence(words=t, id=s.id)) for s, t in zip(sentences, tokens)]
         else:
-            aligned = [align_to_subwords(provider(s), ids, self.piece_distance) for s, ids in zip(sentences, word_ids)]
+            aligned = [align_to_subwords(_first_words(provider(s), _num_words(ids)), ids, self.piece_distance)
+                       for s, ids in zip(sentences, word_ids)]
         structure = collate(aligned)
         if structure.num_tokens != n:
             raise ValueError(f"StructureCollator: structures cover {structure.num_tokens} tokens, the batch {n}")
         return structure
+
+
+def _num_words(ids: Sequence[int | None]) -> int:
+    """How many words (a prefix of the sentence) have tokens."""
+    return 1 + max((w for w in ids if w is not None), default=-1)
+
+
+def _first_words(structure: Structure, k: int) -> Structure:
+    """The structure restricted to its first ``k`` words (distances stay those of the whole sentence)."""
+    if k == structure.num_tokens:
+        return structure
+    crop = {name: None if getattr(structure, name) is None else getattr(structure, name)[:k, :k]
+            for name in ("distance", "adjacency")}
+    rows = {name: None if getattr(structure, name) is None else getattr(structure, name)[:k]
+            for name in ("token_mask", "is_global")}
+    return replace(structure, **crop, **rows)
 
 
 def check_tokenization(words: Sequence[str], ids: Sequence[int | None], who: str, max_length: int | None) -> None:

@@ -104,3 +104,19 @@ def test_local_global_attached_over_token_windows(tokenizer, short_sentences):
     with torch.no_grad():
         out = model(**collate(short_sentences)).last_hidden_state
     assert torch.isfinite(out).all()
+
+
+def test_truncation_keeps_the_whole_sentences_distances(tokenizer, treebank):
+    long = [s for s in treebank if len(s) > 20][:2]
+    encoded = StructureCollator(tokenizer, max_length=12, truncation=True).encode(long)
+    batch = encoded.batch
+    assert batch["input_ids"].shape[1] == 12
+    structure = batch["structures"]["dependency"]
+    for k, sentence in enumerate(long):
+        gold, ids = _word_distances(sentence), encoded.word_ids[k]
+        for t, wt in enumerate(ids):
+            for u, wu in enumerate(ids):
+                if t != u and wt is not None and wu is not None:
+                    assert int(structure.distance[k, t, u]) == gold[wt][wu]
+    with pytest.raises(ValueError, match="more than the model's 12"):
+        StructureCollator(tokenizer, max_length=12)(long)
