@@ -12,12 +12,11 @@ Call signature (the same for all variants)::
 (``ssan``) declare ``needs_hidden = True`` and fail without it; the others ignore it. ``structure`` may be
 ``None`` only for variants that require no structure field (no padding is assumed then).
 
-Padding is handled here, once, for every variant: padded rows of q, k, v (and ``hidden``, for variants that
-read it) are replaced
-with zeros before the variant runs (``torch.where``, so NaN or inf left there by the caller cannot leak:
-``0 * NaN`` would be NaN), and padded query rows of the output and the weights are zeroed after it. A
-variant only has to keep padded keys out of every real row's softmax. Padded keys never receive weight. A query row with no allowed key yields
-a zero vector (and an all-zero weight row), never NaN.
+Padding is handled here, once, for every variant: padded rows of q, k, v (and of ``hidden``, for variants
+that read it) are replaced with zeros before the variant runs (``torch.where``, so NaN or inf left there by
+the caller cannot leak: ``0 * NaN`` would be NaN), and padded query rows of the output and the weights are
+zeroed after it. A variant only has to keep padded keys out of every real row's softmax. Padded keys never
+receive weight. A query row with no allowed key yields a zero vector (and an all-zero weight row), never NaN.
 """
 
 from __future__ import annotations

@@ -47,9 +47,9 @@ class GaussianBiasAttention(BiasedAttention):
 @pytest.fixture
 def gaussian():
     """Registered for one test only (the registry-wide suites stay on the built-in variants)."""
-    register_attention("gaussian_bias")(GaussianBiasAttention)
+    register_attention("my_gaussian_bias")(GaussianBiasAttention)
     yield
-    ATTENTION._entries.pop("gaussian_bias")
+    ATTENTION.unregister("my_gaussian_bias")
 
 
 def gaussian_reference(module, q, k, v, distance, token_mask):
@@ -70,7 +70,7 @@ def gaussian_reference(module, q, k, v, distance, token_mask):
 
 @pytest.mark.parametrize("backend", ["sdpa", "naive"])
 def test_user_variant_matches_its_reference(gaussian, backend, generator):
-    module = get_attention("gaussian_bias", num_heads=H, head_dim=D, backend=backend).double()
+    module = get_attention("my_gaussian_bias", num_heads=H, head_dim=D, backend=backend).double()
     with torch.no_grad():
         module.log_sigma.copy_(torch.tensor([0.1, 0.5, -0.3], dtype=torch.float64))
     structure = dependency_structure([7, 5], generator, forests=True)
@@ -91,7 +91,7 @@ def test_user_variant_matches_its_reference(gaussian, backend, generator):
 
 @pytest.mark.parametrize("garbage", [math.nan, math.inf, 1e30], ids=["nan", "inf", "1e30"])
 def test_user_variant_ignores_padding_garbage(gaussian, garbage, generator):
-    module = get_attention("gaussian_bias", num_heads=H, head_dim=D).double()
+    module = get_attention("my_gaussian_bias", num_heads=H, head_dim=D).double()
     structure = dependency_structure([7, 4], generator)
     mask = structure.token_mask
     clean = [fill_padding(x.detach(), mask, 0.0, 2).requires_grad_() for x in random_qkv(B, H, 7, D, generator)]
@@ -110,12 +110,12 @@ def test_user_variant_sigma_is_reported_to_encoder_and_records(gaussian):
     from structattn.experiments.inspect import bias_records
     from tests.encoders.util import make_batch, random_sentence, tiny_encoder
 
-    encoder = tiny_encoder("gaussian_bias(dependency)*2 + soft_bias(dependency)")
+    encoder = tiny_encoder("my_gaussian_bias(dependency)*2 + soft_bias(dependency)")
     module = encoder.layers[0].attention.variants[0]
     with torch.no_grad():
         module.log_sigma.copy_(torch.tensor([0.0, math.log(2.0)]))
     quantities = encoder.layers[0].attention.learned_quantities()
-    (sigma,) = quantities["0:gaussian_bias(dependency)"]
+    (sigma,) = quantities["0:my_gaussian_bias(dependency)"]
     assert sigma.name == "sigma" and sigma.labels == ["sigma"] and sigma.learned
     torch.testing.assert_close(sigma.values, torch.tensor([[1.0], [2.0]]))
     assert [q.name for q in quantities["1:soft_bias(dependency)"]] == ["bias"]
@@ -136,7 +136,7 @@ def test_user_variant_sigma_is_reported_to_encoder_and_records(gaussian):
 
 def test_user_variant_composes_with_ssan(gaussian):
     """Any bias-only BiasedAttention can be ssan's structure bias; ssan then reports its sigma."""
-    module = get_attention("ssan", num_heads=H, head_dim=D, structure_bias="gaussian_bias", generator=1)
+    module = get_attention("ssan", num_heads=H, head_dim=D, structure_bias="my_gaussian_bias", generator=1)
     assert module.requires == {"distance"}
     assert [q.name for q in module.learned_quantities()] == ["sigma"]
     with pytest.raises(ValueError, match="only additive biases compose"):
@@ -164,8 +164,8 @@ def test_builtin_learned_quantities():
 
 def test_user_variant_flex_cpu_inference(gaussian, generator):
     """The dense-bias FlexAttention path (compiled for CPU, inference only; ~10 s)."""
-    flex = get_attention("gaussian_bias", num_heads=H, head_dim=D, backend="flex")
-    fast = get_attention("gaussian_bias", num_heads=H, head_dim=D)
+    flex = get_attention("my_gaussian_bias", num_heads=H, head_dim=D, backend="flex")
+    fast = get_attention("my_gaussian_bias", num_heads=H, head_dim=D)
     fast.load_state_dict(flex.state_dict())
     structure = dependency_structure([6, 4], generator, forests=True)
     q, k, v = (x.detach() for x in random_qkv(B, H, 6, D, generator, torch.float32))
