@@ -57,17 +57,31 @@ def forward_once(plan: str) -> None:
     assert logits.shape[:2] == (2, max(len(x) for x in items)) and torch.isfinite(logits).all()
 
 
-def load_plugins_named_in(path: Path) -> None:
-    """A config whose usage line says ``--import FILE`` (e.g. examples/compare.gin) gets that plugin first."""
+def load_plugins_named_in(path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """A config whose usage line says ``--import FILE`` (e.g. examples/compare.gin) gets that plugin first,
+    imported as a fresh process would, and forgotten afterwards (registries and modules restored), so that
+    other tests can import the same file under their own name."""
+    import sys
+
     from structattn import plugins
+    from structattn.attention.base import ATTENTION
+    from structattn.structures.providers.base import PROVIDERS
+    from structattn.tasks.base import TASKS, task_names
 
     specs = re.findall(r"--import[ =](\S+)", path.read_text())
-    plugins.load_plugins([str(ROOT / s) if s.endswith(".py") else s for s in specs])
+    if not specs:
+        return
+    task_names()  # the built-in tasks register on first use: before the copy, so that undoing keeps them
+    for registry in (ATTENTION, PROVIDERS, TASKS):
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    monkeypatch.setattr(plugins, "_LOADED", [])
+    for record in plugins.load_plugins([str(ROOT / s) if s.endswith(".py") else s for s in specs]):
+        request.addfinalizer(lambda name=record["module"]: sys.modules.pop(name, None))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_config_loads_and_runs_forward(path):
-    load_plugins_named_in(path)
+def test_config_loads_and_runs_forward(path, monkeypatch, request):
+    load_plugins_named_in(path, monkeypatch, request)
     parts = path.relative_to(ROOT).parts
     folder = parts[1] if parts[0] == "configs" and len(parts) > 2 else None
     if folder == "models":
