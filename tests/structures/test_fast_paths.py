@@ -124,3 +124,53 @@ def test_buffer_collate_equals_padding_one_by_one():
     assert out.distance.dtype == torch.int16 and torch.equal(out.distance.long(), expected["distance"])
     assert torch.equal(out.adjacency, expected["adjacency"]) and torch.equal(out.token_mask, expected["token_mask"])
     assert out.ids == ["s7", "s2", "s5", "s3"]
+
+
+def graph_oracle(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    hops = dict(nx.all_pairs_shortest_path_length(graph))
+    return [[hops[i].get(j, -1) for j in range(n)] for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 4, 23, 96, 97])
+def test_graph_single_equals_networkx_and_the_batch(n):
+    rng = random.Random(100 + n)
+    edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(n)]
+    edges = [(i, j) for i, j in edges if i != j]  # sparse: several components
+    sentence = Sentence([f"w{i}" for i in range(n)], edges=edges, id=f"g{n}")
+    provider = get_provider("semantic")
+    one = provider(sentence)
+    assert one.distance.tolist() == graph_oracle(n, [(j, i) for i, j in edges])
+    batch = provider.batch([sentence, Sentence(["a", "b"], edges=[(0, 1)])])
+    for name in ("distance", "adjacency"):
+        assert getattr(one, name).dtype == getattr(batch, name).dtype
+        assert torch.equal(getattr(one, name), getattr(batch, name)[0, :n, :n]), name
+    assert torch.equal(one.token_mask, batch.token_mask[0, :n]) and one.source == "semantic"
+
+
+def test_graph_single_on_the_bundled_enhanced_graphs_and_union():
+    from structattn.structures import load_bundled
+
+    sentences = load_bundled(40)
+    for name in ("semantic", "union"):
+        provider = get_provider(name, **({"providers": ["dependency", "semantic"]} if name == "union" else {}))
+        batch = provider.batch(sentences)
+        for k, s in enumerate(sentences):
+            one, n = provider(s), len(s)
+            assert torch.equal(one.distance, batch.distance[k, :n, :n]), (name, s.id)
+            assert torch.equal(one.adjacency, batch.adjacency[k, :n, :n]), (name, s.id)
+
+
+def test_graph_single_falls_back_for_edges_outside_the_item():
+    from structattn.structures import GraphProvider
+
+    class Broken(GraphProvider):
+        name = "test_broken_edges"
+
+        def graph_edges(self, item):
+            return [(0, len(item))]
+
+    with pytest.raises(ValueError):
+        Broken()(Sentence(["a", "b"]))

@@ -26,6 +26,7 @@ from structattn.registry import Registry
 from structattn.structures.distances import graph_distances
 from structattn.structures.options import DerivedOptions
 from structattn.structures.sentence import Document, Sentence
+from structattn.structures.single_graph import single_graph_distance
 from structattn.structures.structure import Structure
 
 Item = Union[Sentence, Document]
@@ -128,6 +129,18 @@ class GraphProvider(StructureProvider):
     @abstractmethod
     def graph_edges(self, item: Item) -> list[tuple[int, int]]:
         """Hook: undirected edges ``(i, j)`` over the item's word indices."""
+
+    def single(self, item: Item) -> Structure | None:
+        """One small item by a breadth-first search in Python (see ``single_graph.py``); ``None`` (the batch
+        path) for long items or when a subclass computes distances its own way."""
+        if type(self).compute is not GraphProvider.compute:
+            return None
+        found = single_graph_distance(len(item), self.graph_edges(item))
+        if found is None:
+            return None
+        distance, adjacency = found
+        return Structure(distance=torch.from_numpy(distance), adjacency=torch.from_numpy(adjacency),
+                         token_mask=torch.ones(len(item), dtype=torch.bool))
 
     def compute(self, items: list[Item]) -> Structure:
         token_mask = _token_mask([len(x) for x in items])
