@@ -71,8 +71,9 @@ def load_plugins_named_in(path: Path, monkeypatch: pytest.MonkeyPatch, request: 
     specs = re.findall(r"--import[ =](\S+)", path.read_text())
     if not specs:
         return
-    task_names()  # the built-in tasks register on first use: before the copy, so that undoing keeps them
+    task_names()  # built-ins register on first lookup: look up before the copy, so that undoing keeps them
     for registry in (ATTENTION, PROVIDERS, TASKS):
+        registry.names()
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
     monkeypatch.setattr(plugins, "_LOADED", [])
     for record in plugins.load_plugins([str(ROOT / s) if s.endswith(".py") else s for s in specs]):

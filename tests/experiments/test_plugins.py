@@ -13,6 +13,7 @@ from structattn import cli, plugins
 from structattn.attention.base import ATTENTION
 from structattn.experiments import gin_setup
 from structattn.structures.providers.base import PROVIDERS
+from structattn.tasks.base import task_names
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "configs" / "quickstart.gin")
@@ -51,6 +52,7 @@ def forget_plugins(names=("my_plugin", "gin_plugin", "ep_plugin")):
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch):
+    ATTENTION.names(), PROVIDERS.names(), task_names()  # built-ins register on first lookup: before the copy
     monkeypatch.setattr(ATTENTION, "_entries", dict(ATTENTION._entries))
     monkeypatch.setattr(PROVIDERS, "_entries", dict(PROVIDERS._entries))
     monkeypatch.setattr(plugins, "_LOADED", [])
