@@ -183,7 +183,8 @@ class StructuredAttention(nn.Module):
             raise ValueError(f"{who}: q, k, v must share one floating-point dtype, got {shown}")
         if hidden is not None and (hidden.dim() != 3 or not hidden.is_floating_point()):
             raise ValueError(
-                f"{who}: hidden must be a floating-point (b, n, d_model) tensor, got {tuple(hidden.shape)} {hidden.dtype}"
+                f"{who}: hidden must be a floating-point (b, n, d_model) tensor, got {tuple(hidden.shape)} "
+                f"{hidden.dtype}"
             )
         b, h, n, _ = q.shape
         if h != self.num_heads:
@@ -196,7 +197,8 @@ class StructuredAttention(nn.Module):
             distance = structure.distance
             if distance is not None and (distance.is_floating_point() or distance.dtype == torch.bool):
                 raise ValueError(
-                    f"{who}: structure.distance must be an integer tensor (hops, -1 = unreachable), got {distance.dtype}"
+                    f"{who}: structure.distance must be an integer tensor (hops, -1 = unreachable), got "
+                    f"{distance.dtype}"
                 )
             lead = (b,) if structure.is_batched else ()
             if structure.num_tokens != n or (structure.is_batched and structure.token_mask.shape[0] != b):

@@ -42,7 +42,8 @@ class BiasedAttention(StructuredAttention):
     def check_backend(self, backend: str) -> str:
         """``backend`` when the variant accepts it, else ``ValueError`` naming the variant."""
         if backend not in self.backends:
-            raise ValueError(f"{getattr(self, 'name', type(self).__name__)}: backend must be one of {self.backends}, got {backend!r}")
+            who = getattr(self, "name", type(self).__name__)
+            raise ValueError(f"{who}: backend must be one of {self.backends}, got {backend!r}")
         return backend
 
     def bias(
@@ -61,8 +62,8 @@ class BiasedAttention(StructuredAttention):
         self, structure: Structure, batch_size: int, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Optional fast path: ``(table, index)`` with the bias ``table[..., index]``: table ``(K)`` or ``(h, K)``,
-        index ``(b, n, n)`` from :func:`~structattn.attention.bucket_bias.bucket_index` (its two padding codes included). ``None``: use
-        :meth:`bias`. Must agree with :meth:`bias` on real pairs."""
+        index ``(b, n, n)`` from :func:`~structattn.attention.bucket_bias.bucket_index` (its two padding codes
+        included). ``None``: use :meth:`bias`. Must agree with :meth:`bias` on real pairs."""
         return None
 
     def attend(

@@ -81,7 +81,9 @@ def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: tor
     return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
-def sdpa_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+def sdpa_bias(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, allowed: torch.Tensor
+) -> torch.Tensor:
     """Fused SDPA with an additive float ``bias`` over the ``allowed`` keys (a finite minimum elsewhere); a row
     with no allowed key outputs zeros. Half inputs on CPU are computed in float32. Differentiable in ``bias``.
 
