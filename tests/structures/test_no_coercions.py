@@ -86,3 +86,10 @@ def test_piece_distance_must_be_an_integer():
     structure = get_provider("dependency")(Sentence(["a", "b"], heads=[-1, 0]))
     with pytest.raises(ValueError, match=r"piece_distance is 0.5"):
         align_to_subwords(structure, [0, 0, 1], piece_distance=0.5)
+
+
+def test_grammar_depth_is_not_a_boolean():
+    from structattn.structures.generators.config import GrammarConfig
+
+    with pytest.raises(ValueError, match="max_depth must be an integer >= 0, got True"):
+        GrammarConfig(max_depth=True)

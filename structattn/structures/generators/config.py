@@ -37,7 +37,7 @@ class GrammarConfig:
     p_repeat: float = 0.3
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_depth, int) or self.max_depth < 0:
+        if not isinstance(self.max_depth, int) or isinstance(self.max_depth, bool) or self.max_depth < 0:
             raise ValueError(f"GrammarGenerator: max_depth must be an integer >= 0, got {self.max_depth!r}")
         for option in fields(self):
             value = getattr(self, option.name)
