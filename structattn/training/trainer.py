@@ -42,6 +42,15 @@ RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batc
 META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over ``model.parameter_groups(config)`` when the model defines it (e.g. HF fine-tuning: other
+    learning rates for pretrained and new parameters), else over :func:`parameter_groups` (decay on weight
+    matrices only, see :class:`TrainConfig`)."""
+    custom = getattr(model, "parameter_groups", None)
+    groups = custom(config) if callable(custom) else parameter_groups(model, config.weight_decay)
+    return torch.optim.AdamW(groups, lr=config.lr)
+
+
 class Trainer:
     """Train a :class:`TaskModel` on encoded examples.
 
@@ -72,7 +81,7 @@ class Trainer:
         self.checkpoint_extra = checkpoint_extra or {}
         self.quiet = quiet or not context.is_main
         self.run_id = run_id
-        self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
+        self.optimizer = make_optimizer(model, config)
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.network = DistributedDataParallel(self.model) if context.enabled else self.model
         self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,

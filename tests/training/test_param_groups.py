@@ -66,3 +66,18 @@ def test_the_translation_trainer_uses_the_same_groups():
         assert by_id[id(p)] == (0.2 if rule[name] else 0.0), name
         if name.endswith(".table"):
             assert by_id[id(p)] == 0.0
+
+
+def test_a_model_may_bring_its_own_groups():
+    """HF fine-tuning models define parameter_groups(config) (pretrained vs new learning rates): used as given."""
+    net = model(20, "full")
+
+    def own_groups(config):
+        head = list(net.head.parameters())
+        rest = [p for p in net.parameters() if all(p is not h for h in head)]
+        return [{"params": rest, "lr": config.lr}, {"params": head, "lr": 7e-3, "weight_decay": 0.0}]
+
+    net.parameter_groups = own_groups
+    trainer = Trainer(net, TrainConfig(lr=1e-4, warmup_steps=0, max_steps=1), "token", quiet=True)
+    assert [g["lr"] for g in trainer.optimizer.param_groups] == [1e-4, 7e-3]
+    assert trainer.optimizer.param_groups[1]["params"] == list(net.head.parameters())
