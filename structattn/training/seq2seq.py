@@ -22,7 +22,7 @@ from structattn.training.config import TrainConfig
 from structattn.training.param_groups import parameter_groups
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
-from structattn.training.trainer import TrainResult
+from structattn.training.trainer import TrainResult, stop_if_diverged
 
 
 class Seq2SeqTrainer:
@@ -86,10 +86,13 @@ class Seq2SeqTrainer:
         self.model.train()
         batch = pair_batch(examples, self.model.bos_id, self.model.eos_id).to(self.device)
         loss = self.model.loss(batch, self.label_smoothing)
+        where = {"step": self.loop["step"] + 1, "lr": self.scheduler.get_last_lr()[0]}
+        stop_if_diverged("training loss", loss, **where)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.config.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+            stop_if_diverged("gradient norm", norm, **where)
         self.optimizer.step()
         self.scheduler.step()
         self.loop["step"] += 1

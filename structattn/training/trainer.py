@@ -42,6 +42,20 @@ RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batc
 META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 
+def stop_if_diverged(what: str, value: torch.Tensor, *, step: int, lr: float, run_id: str | None = None) -> None:
+    """Stop a diverged run (NaN / inf ``value``) at the step it happened, instead of finishing at chance level.
+
+    Raises:
+        ValueError: ``"run 000_depth_full_s0: training loss became nan at step 137 (lr 3.0e-03); ..."``.
+    """
+    value = value.detach()
+    if bool(torch.isfinite(value).all()):
+        return
+    who = f"run {run_id}: " if run_id else ""
+    raise ValueError(f"{who}{what} became {float(value):g} at step {step} (lr {lr:.1e}); "
+                     "lower training.lr or check the data")
+
+
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     """AdamW over ``model.parameter_groups(config)`` when the model defines it (e.g. HF fine-tuning: other
     learning rates for pretrained and new parameters), else over :func:`parameter_groups` (decay on weight
@@ -140,14 +154,8 @@ class Trainer:
         self.loop["loss_count"] += 1
 
     def _check_finite(self, what: str, value: torch.Tensor) -> None:
-        """Stop a diverged run (NaN / inf) at the step it happened, instead of finishing at chance level."""
-        value = value.detach()
-        if bool(torch.isfinite(value).all()):
-            return
-        who = f"run {self.run_id}: " if self.run_id else ""
-        lr = self.scheduler.get_last_lr()[0]
-        raise ValueError(f"{who}{what} became {float(value):g} at step {self.loop['step'] + 1} (lr {lr:.1e}); "
-                         "lower training.lr or check the data")
+        stop_if_diverged(what, value, step=self.loop["step"] + 1, lr=self.scheduler.get_last_lr()[0],
+                         run_id=self.run_id)
 
     def _evaluate_and_save(self, dev: Sequence[Example], bar: tqdm) -> bool:
         """Evaluate, keep the best weights, checkpoint; True when patience has run out."""

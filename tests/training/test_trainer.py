@@ -197,3 +197,18 @@ def test_resume_with_other_settings_is_refused(data, tmp_path):
     # a longer run, other evaluation cadence and patience are fine
     result = trainer(max_steps=6, eval_every=3, patience=2).fit(examples["train"], examples["dev"], resume=last)
     assert result.steps == 6
+
+
+def test_the_translation_trainer_stops_on_divergence_too(monkeypatch):
+    from structattn.training.seq2seq import Seq2SeqTrainer
+    from tests.seq2seq.helpers import random_pairs, tiny_model
+
+    net = tiny_model("full")
+    real = type(net).loss
+    calls = []
+    monkeypatch.setattr(type(net), "loss", lambda self, *a: calls.append(1) or real(self, *a) * (
+        float("nan") if len(calls) == 2 else 1.0))
+    trainer = Seq2SeqTrainer(net, TrainConfig(max_steps=5, batch_size=4, eval_every=5, warmup_steps=0), quiet=True)
+    pairs = random_pairs(8)
+    with pytest.raises(ValueError, match="training loss became nan at step 2 "):
+        trainer.fit(pairs, pairs)
