@@ -91,7 +91,7 @@ def random_heads(n: int, gen: torch.Generator) -> list[int]:
 def structure_for(name: str, b: int, n: int, gen: torch.Generator):
     if name in ("local_global", "dense"):
         words = [Sentence(words=["w"] * n, id=f"s{i}") for i in range(b)]
-        return get_provider("window", radius=RADIUS, global_tokens=(0, -1)).batch(words)
+        return get_provider("window", radius=RADIUS, global_tokens=(0, "last")).batch(words)
     sentences = [Sentence(words=["w"] * n, heads=random_heads(n, gen), id=f"s{i}") for i in range(b)]
     return get_provider("dependency").batch(sentences)
 

@@ -159,7 +159,7 @@ class _LargestTensor(TorchDispatchMode):
 
 def test_never_builds_an_n_by_n_tensor():
     n = 4096
-    structure = window_batch([n], 16, 2, global_tokens=(0, 100, -1))
+    structure = window_batch([n], 16, 2, global_tokens=(0, 100, "last"))
     q, k, v = qkv(1, 1, n, 8, dtype=torch.float32, grad=True)
     module = get_attention("local_global", num_heads=1, head_dim=8)
     with _LargestTensor() as spy:

@@ -51,7 +51,7 @@ def test_window_sizes_must_be_integers(option, value):
         get_provider("window", **{option: value})
 
 
-@pytest.mark.parametrize("value", [0.0, True, "0"])
+@pytest.mark.parametrize("value", [0.0, True, "0", "first"])
 def test_window_global_tokens_must_be_integers(value):
     with pytest.raises(ValueError, match=rf"window: global token 1 is {value!r}"):
         get_provider("window", global_tokens=[2, value])
@@ -59,18 +59,25 @@ def test_window_global_tokens_must_be_integers(value):
         get_provider("window", global_tokens=3)
 
 
-@pytest.mark.parametrize("position", [7, 8, -8])
+@pytest.mark.parametrize("position", [7, 8])
 def test_window_global_token_outside_the_sentence_names_position_and_length(position):
     provider = get_provider("window", radius=1, global_tokens=[0, position])
     sentences = [Sentence([f"w{i}" for i in range(9)], id="long"), Sentence([f"w{i}" for i in range(7)], id="short")]
     with pytest.raises(ValueError, match=rf"global token {position} is outside sentence 'short', which has 7 tokens "
-                                         r"\(valid: -7\.\.6"):
+                                         r"\(valid: 0\.\.6"):
         provider.batch(sentences)
 
 
-def test_negative_global_token_is_each_sentences_last_token():
+@pytest.mark.parametrize("position", [-1, -8])
+def test_negative_global_token_is_refused(position):
+    # Python-style indexing from the end would silently make -1 the last token
+    with pytest.raises(ValueError, match=rf"global token 1 is {position}: negative positions are refused.*'last'"):
+        get_provider("window", radius=1, global_tokens=[0, position])
+
+
+def test_last_names_each_sentences_last_token():
     sentences = [Sentence([f"w{i}" for i in range(n)], id=f"s{n}") for n in (5, 3)]
-    batch = get_provider("window", radius=1, global_tokens=[-1]).batch(sentences)
+    batch = get_provider("window", radius=1, global_tokens=["last"]).batch(sentences)
     assert batch.is_global.tolist() == [[False] * 4 + [True], [False, False, True, False, False]]
 
 

@@ -121,7 +121,7 @@ def test_window_compact_and_dense() -> None:
 
 def test_window_batch_keeps_compact_form_and_padding() -> None:
     sentences = [Sentence(["a"] * n, id=str(n)) for n in (3, 5)]
-    batch = get_provider("window", radius=1, global_tokens=[-1]).batch(sentences)
+    batch = get_provider("window", radius=1, global_tokens=["last"]).batch(sentences)
     assert batch.distance is None and batch.is_global.tolist() == [[False, False, True, False, False], [False] * 4 + [True]]
     dense = batch.dense_distance()
     assert (dense[0, 3:] == -1).all() and (dense[0, :, 3:] == -1).all()

@@ -22,9 +22,10 @@ class WindowProvider(StructureProvider):
     Args:
         radius: tokens on each side (>= 0).
         dilation: step between attended positions (>= 1).
-        global_tokens: positions that are global, e.g. ``(0,)`` for a [CLS]; a negative position counts from
-            the end (``-1`` is each sentence's last token, e.g. a [SEP]: sentences differ in length, so
-            no non-negative position can say that). Each must lie in every sentence: ``-n <= g < n``.
+        global_tokens: positions that are global, e.g. ``(0,)`` for a [CLS]; the word ``"last"`` names each
+            sentence's last token (e.g. a [SEP]: sentences differ in length, so no position can say that).
+            Negative positions are refused (``-1`` would silently mean the last token); each position must
+            lie in every sentence: ``0 <= g < n``.
 
     Raises:
         ValueError: a radius, dilation or global position that is not an integer (``1.5``, ``True``), a
@@ -35,12 +36,12 @@ class WindowProvider(StructureProvider):
     provides = frozenset({"distance", "adjacency", "token_mask", "band", "is_global"})
     symmetric = True  # |i - j| and global links read the same both ways
 
-    def __init__(self, radius: int = 3, dilation: int = 1, global_tokens: Sequence[int] = ()) -> None:
+    def __init__(self, radius: int = 3, dilation: int = 1, global_tokens: Sequence[int | str] = ()) -> None:
         self.radius = int_option(radius, "radius", "window", minimum=0)
         self.dilation = int_option(dilation, "dilation", "window", minimum=1)
         if isinstance(global_tokens, (str, bytes)) or not hasattr(global_tokens, "__iter__"):
             raise ValueError(f"window: global_tokens must be a sequence of positions, got {global_tokens!r}")
-        self.global_tokens = tuple(int_option(g, f"global token {k}", "window") for k, g in enumerate(global_tokens))
+        self.global_tokens = tuple(_global_position(g, k) for k, g in enumerate(global_tokens))
 
     def options(self) -> dict[str, Any]:
         return {"radius": self.radius, "dilation": self.dilation, "global_tokens": self.global_tokens}
@@ -51,8 +52,26 @@ class WindowProvider(StructureProvider):
         is_global = torch.zeros_like(token_mask)
         for k, (item, n) in enumerate(zip(items, lengths)):
             for g in self.global_tokens:
-                if not -n <= g < n:
+                position = n - 1 if g == LAST else g
+                if not 0 <= position < n:
                     raise ValueError(f"window: global token {g} is outside sentence {item.id!r}, which has {n} "
-                                     f"tokens (valid: {-n}..{n - 1}, negative counting from the end)")
-                is_global[k, g % n] = True
+                                     f"tokens (valid: 0..{n - 1}, or {LAST!r} for the last token)")
+                is_global[k, position] = True
         return Structure(token_mask=token_mask, window_radius=self.radius, dilation=self.dilation, is_global=is_global)
+
+
+LAST = "last"
+
+
+def _global_position(value: Any, k: int) -> int | str:
+    """A global-token option: a position >= 0, or ``"last"``; a negative position is an error, not Python
+    indexing from the end."""
+    if value == LAST:
+        return LAST
+    if isinstance(value, str):
+        raise ValueError(f"window: global token {k} is {value!r}; give a position >= 0 or {LAST!r}")
+    position = int_option(value, f"global token {k}", "window")
+    if position < 0:
+        raise ValueError(f"window: global token {k} is {position}: negative positions are refused (they would count "
+                         f"from the end); write {LAST!r} for each sentence's last token")
+    return position

@@ -20,7 +20,7 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
     radius = int(torch.randint(1, 3, (1,), generator=generator))
     dilation = int(torch.randint(1, 3, (1,), generator=generator))
     sentences = [Sentence(words=[f"w{i}" for i in range(n)], id=f"s{k}") for k, n in enumerate(lengths)]
-    return get_provider("window", radius=radius, dilation=dilation, global_tokens=(0, -1)).batch(sentences)
+    return get_provider("window", radius=radius, dilation=dilation, global_tokens=(0, "last")).batch(sentences)
 
 
 def reference(
