@@ -40,3 +40,16 @@ def test_errors_are_one_line(tmp_path, capsys) -> None:
     assert "not key=value" in capsys.readouterr().err
     assert main(["cache", str(FIXTURE), "--provider", "syntax", "--cache", str(tmp_path)]) == 2
     assert "unknown structure provider 'syntax'" in capsys.readouterr().err
+
+
+def test_demo_states_and_sets_its_thread_count(capsys) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert main(["demo", "--limit", "4", "--quiet", "--threads", "1"]) == 0
+        assert "timed on 1 torch thread(s)" in capsys.readouterr().out
+        assert main(["demo", "--limit", "4", "--quiet", "--threads", "0"]) == 2
+        assert "--threads must be >= 1" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
