@@ -106,22 +106,24 @@ def score_translations(model: Seq2SeqModel, data: TranslationData, split: str, *
 
 def run_meta(spec: "RunSpec", setup: "Setup", data: TranslationData, names: set[str]) -> dict[str, Any]:
     """How to rebuild the model and its input pipeline (stored in every checkpoint)."""
+    from structattn import plugins
     from structattn.experiments.run import _plain
 
     return {"kind": "translation", "task": spec.task, "task_options": _plain(data.task.options()), "plan": spec.plan,
             "structures": {n: setup.structures.get(n, n) for n in names}, "model": setup.model.to_dict(),
             "seq2seq": data.task.seq2seq.to_dict(), "vocab": data.vocab.to_dict(),
             "target_vocab": data.target_vocab.to_dict(), "parser": data.task.parser, "seed": spec.seed,
-            "run_id": spec.run_id}
+            "run_id": spec.run_id, "data_sha256": data.checksum, "plugins": plugins.loaded()}
 
 
 def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, *, out_dir: Path | None = None,
                         context: Distributed = Distributed(), quiet: bool = False, config: str = "",
                         resume: Path | None = None) -> dict[str, Any]:
     """Train and evaluate one translation run; return its record (JSON-ready), checkpoints under ``out_dir``."""
-    from structattn.experiments.run import make_providers, plan_structures
+    from structattn.experiments.provenance import Stopwatch
+    from structattn.experiments.run import make_providers, plan_structures, run_provenance
 
-    start = time.perf_counter()
+    start, watch = time.perf_counter(), Stopwatch()
     seed_everything(spec.seed)
     names = plan_structures(spec.plan, setup.model)
     providers = make_providers(names, setup.structures)
@@ -145,6 +147,7 @@ def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, 
             "history": result.history, "best_step": result.best_step, "steps": result.steps,
             "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
             "bias": bias_records(model), "heatmap": None, "time_s": time.perf_counter() - start,
+            "provenance": run_provenance(spec, data, watch),  # type: ignore[arg-type]
             "samples": [{"id": x.id, "hyp": h, "ref": reference_text(data.task.label(x), data.target_vocab)}
                         for x, h in list(zip(data.items["test"], hyps))[:5]]}
 

@@ -29,4 +29,5 @@ def test_compare_writes_bleu_and_chrf_and_bias(tmp_path):
     assert len(bias[0]["values"][0]) == len(bias[0]["labels"])
     saved = json.loads(next((tmp_path / "out" / "runs").glob("*soft*.json")).read_text())
     assert saved["metrics"]["bleu"] == by["soft"]["metrics"]["bleu"]
+    assert saved["provenance"]["data"]["items"] == {"train": 120, "dev": 12, "test": 12}
     assert (tmp_path / "out" / "runs" / saved["run_id"] / "checkpoints" / "best.pt").is_file()
