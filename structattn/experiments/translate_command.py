@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Sequence
 
+from structattn import plugins
 from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
@@ -35,6 +36,7 @@ def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, An
     meta = data.get("meta") or {}
     if meta.get("kind") != "translation":
         raise ValueError(f"{str(path)!r} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
+    plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
     providers = make_providers(meta["structures"], meta["structures"])
     source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
     bos, eos = special_ids(target)
