@@ -76,7 +76,7 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
     @torch.no_grad()
     def fill(bi: int) -> None:
-        flat = index[bi].reshape(-1).long()
+        flat = index[bi].reshape(-1).int()  # int32: converting and gathering cost half of int64
         for hi in range(rows.shape[0]):  # a 1-D index_select per head (along dim 1 it is several times slower)
             torch.index_select(rows[hi], 0, flat, out=bias[bi, hi])
 
@@ -86,20 +86,28 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
-#: Scores per backward block of :class:`BucketBiasSDPA` (one block per worker at a time; 2 MiB in float32).
+#: Pairs per backward span of :class:`BucketBiasSDPA` (its bias and shared-table accumulator; 2 MiB each in float32).
 CHUNK_ELEMENTS = 1 << 19
 #: Bias elements materialised at once per worker by :class:`BucketBiasSDPA`'s forward (1 MiB in float32).
 FORWARD_BIAS_ELEMENTS = 1 << 18
+#: Scores per backward block (``P`` and ``dS`` of a block: 1 MiB each in float32).
+BLOCK_ELEMENTS = 1 << 18
+
+
 class BucketBiasSDPA(torch.autograd.Function):
     """``softmax(q k^T / sqrt(d) + ext[index]) v`` with the gradient of the bucket table, on CPU.
 
     Forward: the fused CPU flash kernel with the (detached) float bias; saves ``out`` and its logsumexp, not
     the ``(b, h, n, n)`` probabilities; padded query rows are zeroed in place. Backward, per sentence and
-    head range (one task each), in blocks of at most :data:`CHUNK_ELEMENTS` scores: recompute
-    ``P = exp(S - lse)`` and ``dP = dO V^T`` (``-lse`` and ``-rowsum(dO * O)`` ride along as an extra column
-    of the two matmuls), then ``dS = P * (dP - rowsum(dO * O))``, ``dq = dS K / sqrt(d)``,
-    ``dk = dS^T Q / sqrt(d)``, ``dv = P^T dO`` and ``d_ext[m] = sum of dS over the pairs in bucket m``
-    (``scatter_add``). Extra memory: the bias in the forward, a few blocks per thread in the backward.
+    head range (one task each), span by span (:data:`CHUNK_ELEMENTS` pairs: the bias is gathered once per
+    span), head group by head group, block by block (:data:`BLOCK_ELEMENTS` scores, see
+    :func:`_block_shape`): recompute ``P = exp(S - lse)`` and ``dP = dO V^T`` (``-lse`` and
+    ``-rowsum(dO * O)`` ride along as an extra column of the two matmuls), then
+    ``dS = P * (dP - rowsum(dO * O))``, ``dq = dS K / sqrt(d)``, ``dk = dS^T Q / sqrt(d)``, ``dv = P^T dO``;
+    ``d_ext[m] = sum of dS over the pairs in bucket m`` is one ``bincount`` per span of ``dS`` summed over
+    the heads (shared table) or per head. ``P`` and ``dS`` are formed once per block. Extra memory: the
+    bias of a few sentences in the forward; a span's bias and accumulator plus one block per thread in
+    the backward.
 
     The tasks run through :func:`per_sentence` (worker threads, single-threaded ops).
 
@@ -152,53 +160,89 @@ def _flash_with_bias(q, k, v, ext, index) -> tuple[torch.Tensor, torch.Tensor]:
     return out, lse
 
 
-def _block_shape(h: int, n: int) -> tuple[int, int]:
-    """(heads, query rows) per backward block so that heads * rows * n <= CHUNK_ELEMENTS (at least 1 x 1)."""
-    if n * n <= CHUNK_ELEMENTS:
-        return max(1, min(h, CHUNK_ELEMENTS // (n * n))), n
-    return 1, max(1, CHUNK_ELEMENTS // n)
+def _block_shape(h: int, n: int) -> tuple[int, int, int]:
+    """(query rows per span, heads per group, query rows per block) of the backward, each at least 1.
+
+    A span's bias and shared-table accumulator hold at most :data:`CHUNK_ELEMENTS` pairs; a group of heads
+    shares the span's bias (as many heads as fit beside it, so that short sentences run few, batched ops);
+    a block's ``P`` and ``dS`` hold at most :data:`BLOCK_ELEMENTS` scores.
+    """
+    span = max(1, min(n, CHUNK_ELEMENTS // n))
+    heads = max(1, min(h, CHUNK_ELEMENTS // (span * n)))
+    return span, heads, max(1, min(span, BLOCK_ELEMENTS // (heads * n)))
 
 
 @torch.no_grad()  # worker threads start with grad mode on; the backward itself is not differentiable
 def _backward_task(task, grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads) -> torch.Tensor:
-    """Gradients of sentence ``bi``, heads ``h0:h1`` (written into ``grads``); returns its ``d_ext``."""
-    (bi, h0, h1), (dq, dk, dv) = task, grads
-    n, d = q.shape[-2:]
-    heads, rows = _block_shape(h1 - h0, n)
-    scale, per_head = d**-0.5, ext.dim() == 2
+    """Gradients of sentence ``bi``, heads ``h0:h1`` (written into ``grads``); returns its ``d_ext``.
+
+    Loop order span -> head group -> block: a group's ``k``, ``v``, ``dk``, ``dv`` stay in cache over the
+    blocks of a span, and the per-span operands (``[q / sqrt(d), -lse]``, ``[dO, -rowsum(dO * O)]``) are
+    built once, so a block costs 8 ops. Per span the bucket codes are gathered into the bias once; a shared
+    table sums ``dS`` over the heads into a span accumulator and bins it once (``bincount`` on the stored
+    codes): one pass per span for the per-pair reduction, not one per head.
+    """
+    bi, h0, h1 = task
+    n = q.shape[-2]
+    span, heads, rows = _block_shape(h1 - h0, n)
+    per_head, size = ext.dim() == 2, ext.shape[-1]
     d_ext = torch.zeros_like(ext)
-    ones = torch.ones(h1 - h0, n, 1, dtype=q.dtype)
-    k_aug = torch.cat([k[bi, h0:h1], ones], -1).transpose(1, 2)  # (g, d + 1, n): [k, 1]
-    v_aug = torch.cat([v[bi, h0:h1], ones], -1).transpose(1, 2)  # (g, d + 1, n): [v, 1]
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        ids = index[bi, r0:r1].reshape(-1).long()  # (r * n)
-        shared = None if per_head else ext.index_select(0, ids).view(1, r1 - r0, n)
-        padded = ~token_mask[bi, r0:r1, None]
-        padded = padded if bool(padded.any()) else None
+    padded = None if bool(token_mask[bi].all()) else ~token_mask[bi, :, None]
+    for s0 in range(0, n, span):
+        s1 = min(n, s0 + span)
+        codes = index[bi, s0:s1].reshape(-1)  # (span * n), stored dtype (uint8 or int32)
+        ids = codes.int()
+        shared = None if per_head else ext.index_select(0, ids).view(1, s1 - s0, n)
+        ds_heads = None if per_head else torch.zeros(s1 - s0, n, dtype=q.dtype)
         for g0 in range(h0, h1, heads):
             g1 = min(h1, g0 + heads)
-            qc, goc = q[bi, g0:g1, r0:r1], grad_out[bi, g0:g1, r0:r1]
-            if padded is not None:
-                goc = goc.masked_fill(padded, 0.0)  # the output rows of padded queries are constant zeros
-            if per_head:
-                bias = torch.stack([ext[hi].index_select(0, ids) for hi in range(g0, g1)]).view(g1 - g0, r1 - r0, n)
-            else:
-                bias = shared
-            q_aug = torch.cat([qc * scale, -lse[bi, g0:g1, r0:r1, None]], -1)  # [q / sqrt(d), -lse]
-            p = torch.baddbmm(bias, q_aug, k_aug[g0 - h0:g1 - h0]).exp_()  # P = exp(S - lse)
-            dp_aug = torch.cat([goc, neg_delta[bi, g0:g1, r0:r1]], -1)  # [dO, -rowsum(dO * O)]
-            ds = torch.bmm(dp_aug, v_aug[g0 - h0:g1 - h0]).mul_(p)  # dS = P * (dP - rowsum(dO * O))
-            if per_head:
-                for j, hi in enumerate(range(g0, g1)):
-                    d_ext[hi].scatter_add_(0, ids, ds[j].view(-1))
-            else:
-                d_ext.scatter_add_(0, ids, ds.sum(0).view(-1))
-            beta = 0.0 if r0 == 0 else 1.0
-            dq[bi, g0:g1, r0:r1].baddbmm_(ds, k[bi, g0:g1], beta=0.0, alpha=scale)
-            dk[bi, g0:g1].baddbmm_(ds.transpose(1, 2), qc, beta=beta, alpha=scale)
-            dv[bi, g0:g1].baddbmm_(p.transpose(1, 2), goc, beta=beta)
+            bias = _head_bias(ext, ids, g0, g1, s1 - s0, n) if per_head else shared
+            ds_span = _group_span(bi, g0, g1, s0, s1, rows, bias, padded, grad_out, q, k, v, lse, neg_delta,
+                                  grads, ds_heads)
+            for j, hi in enumerate(range(g0, g1) if per_head else ()):
+                d_ext[hi] += torch.bincount(codes, weights=ds_span[j].view(-1), minlength=size)
+        if ds_heads is not None:
+            d_ext += torch.bincount(codes, weights=ds_heads.view(-1), minlength=size)
     return d_ext
+
+
+def _head_bias(ext, ids, g0, g1, rows, n) -> torch.Tensor:
+    """Per-head bias ``ext[g, ids]`` of heads ``g0:g1``: ``(g1 - g0, rows, n)`` (a 1-D gather per head)."""
+    return torch.stack([ext[hi].index_select(0, ids) for hi in range(g0, g1)]).view(g1 - g0, rows, n)
+
+
+def _group_span(bi, g0, g1, s0, s1, rows, bias, padded, grad_out, q, k, v, lse, neg_delta, grads,
+                ds_heads) -> torch.Tensor | None:
+    """Blocks of rows ``s0:s1`` of heads ``g0:g1``: writes ``dq``, accumulates ``dk``, ``dv`` (the first rows
+    of the sentence overwrite them) and adds ``dS`` into ``ds_heads`` (shared table) or returns it whole
+    (per-head table: ``(g1 - g0, s1 - s0, n)``). ``-lse`` and ``-rowsum(dO * O)`` ride along as an extra
+    column of the two score matmuls: ``P = exp([q / sqrt(d), -lse] [k, 1]^T + bias)``,
+    ``dS = P * ([dO, -rowsum(dO * O)] [v, 1]^T)``."""
+    (dq, dk, dv), d = grads, q.shape[-1]
+    scale, heads = d**-0.5, slice(g0, g1)
+    ones = torch.ones(g1 - g0, q.shape[-2], 1, dtype=q.dtype)
+    k_aug_t = torch.cat([k[bi, heads], ones], -1).transpose(1, 2)  # (g, d + 1, n): [k, 1]^T
+    v_aug_t = torch.cat([v[bi, heads], ones], -1).transpose(1, 2)  # (g, d + 1, n): [v, 1]^T
+    qs, go = q[bi, heads, s0:s1], grad_out[bi, heads, s0:s1]
+    if padded is not None:
+        go = go.masked_fill(padded[s0:s1], 0.0)  # padded queries output constant zeros
+    q_aug = torch.cat([qs * scale, -lse[bi, heads, s0:s1, None]], -1)  # (g, span, d + 1)
+    dp_aug = torch.cat([go, neg_delta[bi, heads, s0:s1]], -1)  # (g, span, d + 1)
+    k_h, dq_h, dk_h, dv_h = k[bi, heads], dq[bi, heads, s0:s1], dk[bi, heads], dv[bi, heads]
+    ds_span = torch.empty(bias.shape, dtype=q.dtype) if ds_heads is None else None
+    for a in range(0, s1 - s0, rows):
+        z = min(s1 - s0, a + rows)
+        p = torch.baddbmm(bias[:, a:z], q_aug[:, a:z], k_aug_t).exp_()  # (g, r, n): P
+        ds = torch.bmm(dp_aug[:, a:z], v_aug_t).mul_(p)  # (g, r, n): dS
+        if ds_heads is None:
+            ds_span[:, a:z] = ds
+        else:
+            ds_heads[a:z] += ds.sum(0) if g1 - g0 > 1 else ds[0]
+        beta = 0.0 if s0 + a == 0 else 1.0
+        dq_h[:, a:z].baddbmm_(ds, k_h, beta=0.0, alpha=scale)
+        dk_h.baddbmm_(ds.transpose(1, 2), qs[:, a:z], beta=beta, alpha=scale)
+        dv_h.baddbmm_(p.transpose(1, 2), go[:, a:z], beta=beta)
+    return ds_span
 
 
 def bucket_bias_attention(
