@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from structattn.experiments.results import group_runs, mean_std, slug  # noqa: E402
+from structattn.experiments.results import group_runs, mean_std, slug, table_metrics  # noqa: E402
 
 Record = dict[str, Any]
 
@@ -53,7 +53,7 @@ def plot_scores(records: Sequence[Record], path: Path) -> Path:
                              squeeze=False)
     for ax, (task, settings) in zip(axes[0], tasks.items()):
         for x, (setting, runs) in enumerate(settings.items()):
-            scores = [r["metrics"]["test_accuracy"] for r in runs]
+            scores = [r["metrics"][table_metrics(r)[0]] for r in runs]
             mean, std = mean_std(scores)
             ax.bar(x, mean, yerr=std if len(scores) > 1 else None, capsize=4,
                    color="#9ecae1", edgecolor="#3182bd")

@@ -10,8 +10,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
-#: metrics in table order; the first is the one "best" is judged on.
+#: metrics in table order for accuracy tasks; the first is the one "best" is judged on.
 TABLE_METRICS = ("test_accuracy", "dev_accuracy")
+
+
+def table_metrics(record: dict[str, Any]) -> tuple[str, ...]:
+    """The main table's columns for a task: its own metric first (``record["metric"]``: ``"accuracy"`` ->
+    ``test_accuracy``, ``dev_accuracy``; ``"bleu"`` -> ``bleu``, ``dev_bleu``), so "best" is judged on it."""
+    metric, present = record.get("metric", "accuracy"), record["metrics"]
+    main = metric if metric in present else f"test_{metric}"
+    columns = tuple(m for m in (main, f"dev_{metric}") if m in present)
+    if not columns:
+        raise ValueError(f"run {record.get('run_id')!r} reports metric {metric!r} but its metrics are {sorted(present)}")
+    return columns
 
 
 def csv_text(records: Sequence[dict[str, Any]]) -> str:
@@ -52,31 +63,33 @@ def markdown_text(records: Sequence[dict[str, Any]]) -> str:
         baseline = first["metrics"].get("majority_baseline")
         note = "" if baseline is None else f"; majority-class baseline {baseline:.3f}"
         lines += [f"### {task}", "", f"`{first['task']}` — {metric}, mean ± std over seeds{note}", ""]
-        lines += ["| setting | " + " | ".join(m.replace("_", " ") for m in TABLE_METRICS) + " | seeds |",
-                  "|---|" + "---:|" * len(TABLE_METRICS) + "---:|"]
-        means = {s: mean_std([r["metrics"][TABLE_METRICS[0]] for r in rs])[0] for s, rs in settings.items()}
+        columns = table_metrics(first)
+        lines += ["| setting | " + " | ".join(m.replace("_", " ") for m in columns) + " | seeds |",
+                  "|---|" + "---:|" * len(columns) + "---:|"]
+        means = {s: mean_std([r["metrics"][columns[0]] for r in rs])[0] for s, rs in settings.items()}
         best = max(means.values())
         for setting, rs in settings.items():
             cells = []
-            for m in TABLE_METRICS:
+            for m in columns:
                 mean, std = mean_std([r["metrics"][m] for r in rs])
                 cell = f"{mean:.3f} ± {std:.3f}"
-                cells.append(f"**{cell}**" if m == TABLE_METRICS[0] and means[setting] == best else cell)
+                cells.append(f"**{cell}**" if m == columns[0] and means[setting] == best else cell)
             name = f"**{setting}**" if means[setting] == best else setting
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(rs)} |")
         lines.append("")
-        lines += _extra_table(settings)
+        lines += _extra_table(settings, columns)
     return "\n".join(lines)
 
 
-#: metrics every run has, or that only the CSV lists (per-head tree-induction UUAS)
-_NOT_EXTRA = (*TABLE_METRICS, "test_loss", "majority_baseline")
+#: metrics that stay out of the second table (per-head tree-induction UUAS are listed in the CSV only)
+_NOT_EXTRA = ("test_loss", "majority_baseline")
 
 
-def _extra_table(settings: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Probe-step metrics (mean ± std over seeds), one column each; per-head UUAS stay in the CSV."""
+def _extra_table(settings: dict[str, list[dict[str, Any]]], main: Sequence[str]) -> list[str]:
+    """The other metrics (probe steps, chrF, token accuracy of translation runs), mean ± std over seeds, one
+    column each; per-head UUAS stay in the CSV."""
     names = [m for m in next(iter(settings.values()))[0]["metrics"]
-             if m not in _NOT_EXTRA and not m.startswith("tree_uuas_L")]
+             if m not in (*main, *_NOT_EXTRA) and not m.startswith("tree_uuas_L")]
     if not names:
         return []
     lines = ["| setting | " + " | ".join(m.replace("_", " ") for m in names) + " |", "|---|" + "---:|" * len(names)]

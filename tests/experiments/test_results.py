@@ -31,3 +31,30 @@ def test_markdown_mean_std_and_best_in_bold():
 def test_single_seed_has_zero_std_and_tasks_are_separate():
     text = markdown_text([record(0, "full", 0, 0.5, 0.4), record(1, "full", 0, 0.9, 0.8, task="heads")])
     assert text.count("###") == 2 and "**0.500 ± 0.000**" in text and "**0.900 ± 0.000**" in text
+
+
+def test_the_main_table_follows_the_tasks_metric():
+    # a translation run reports BLEU: it heads the table and decides "best"; token accuracy goes to the second table
+    def run(index, setting, bleu, accuracy):
+        return {"index": index, "run_id": f"r{index}", "task_label": "mt", "task": "translation_synthetic()",
+                "setting": setting, "seed": 0, "metric": "bleu",
+                "metrics": {"bleu": bleu, "dev_bleu": bleu + 1, "chrf": 50.0, "test_accuracy": accuracy,
+                            "dev_accuracy": accuracy, "test_loss": 1.0}}
+
+    from structattn.experiments.results import markdown_text, table_metrics
+
+    records = [run(0, "full", 20.0, 0.9), run(1, "soft_bias", 30.0, 0.8)]
+    assert table_metrics(records[0]) == ("bleu", "dev_bleu")
+    text = markdown_text(records)
+    assert "| setting | bleu | dev bleu | seeds |" in text
+    assert "| **soft_bias** | **30.000 ± 0.000** | 31.000 ± 0.000 | 1 |" in text
+    assert "| setting | chrf | test accuracy | dev accuracy |" in text
+
+
+def test_a_record_without_its_metric_is_an_error():
+    import pytest
+
+    from structattn.experiments.results import table_metrics
+
+    with pytest.raises(ValueError, match="reports metric 'bleu' but its metrics are"):
+        table_metrics({"run_id": "r0", "metric": "bleu", "metrics": {"chrf": 1.0}})
