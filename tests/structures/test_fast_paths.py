@@ -13,24 +13,20 @@ import torch.nn.functional as F
 from structattn.structures import Document, Sentence, Structure, collate, get_provider
 from structattn.structures import distances
 from structattn.structures.providers.dependency import DependencyProvider
+from tests.structures.oracles import distances_from_graph, random_heads
 
 
-def random_heads(n: int, rng: random.Random) -> list[int]:
-    order = list(range(n))
-    rng.shuffle(order)
-    heads = [-1] * n
-    for k in range(1, n):
-        heads[order[k]] = order[rng.randrange(k)]
-    return heads
+def graph_oracle(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
+    """networkx hops over the undirected graph of ``edges``, -1 between components."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    return distances_from_graph(graph, n).tolist()
 
 
 def oracle(heads: list[int]) -> list[list[int]]:
     """networkx hops over the undirected forest, -1 across trees (float64-free, no shared code)."""
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(heads)))
-    graph.add_edges_from((i, h) for i, h in enumerate(heads) if h >= 0)
-    hops = dict(nx.all_pairs_shortest_path_length(graph))
-    return [[hops[i].get(j, -1) for j in range(len(heads))] for i in range(len(heads))]
+    return graph_oracle(len(heads), [(i, h) for i, h in enumerate(heads) if h >= 0])
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 33, 64, 65, 90])
@@ -124,14 +120,6 @@ def test_buffer_collate_equals_padding_one_by_one():
     assert out.distance.dtype == torch.int16 and torch.equal(out.distance.long(), expected["distance"])
     assert torch.equal(out.adjacency, expected["adjacency"]) and torch.equal(out.token_mask, expected["token_mask"])
     assert out.ids == ["s7", "s2", "s5", "s3"]
-
-
-def graph_oracle(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
-    graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_edges_from(edges)
-    hops = dict(nx.all_pairs_shortest_path_length(graph))
-    return [[hops[i].get(j, -1) for j in range(n)] for i in range(n)]
 
 
 @pytest.mark.parametrize("n", [1, 4, 23, 96, 97])
