@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 from collections.abc import Callable
 
 import torch
+from _timing import CLOCKS, best_pair
 
 from structattn.encoders import EncoderConfig, build_encoder
 from structattn.structures import Sentence, get_provider
+from structattn.testing.inputs import random_heads
 
 PLANS = {
     "soft_bias": "soft_bias(dependency)",
@@ -34,16 +35,6 @@ PLANS = {
     "local_global": "local_global(window)",
 }
 GOALS = {("soft_bias", 128): 1.05, ("hard_mask", 128): 1.05, ("ssan", 128): 1.3, ("local_global", 1024): 1.0}
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def random_heads(n: int, gen: torch.Generator) -> list[int]:
-    """A random recursive tree: token t hangs under a uniformly chosen earlier token (shuffled positions)."""
-    order = torch.randperm(n, generator=gen).tolist()
-    heads = [-1] * n
-    for t in range(1, n):
-        heads[order[t]] = order[int(torch.randint(t, (1,), generator=gen))]
-    return heads
 
 
 def make_inputs(b: int, n: int, vocab: int, gen: torch.Generator):
@@ -72,17 +63,6 @@ def train_step(config: EncoderConfig, plan: str, inputs, vocab: int, seed: int) 
         optimizer.step()
 
     return step
-
-
-def best_pair(base: Callable[[], None], other: Callable[[], None], rounds: int, clock) -> tuple[float, float]:
-    def timed(fn: Callable[[], None]) -> float:
-        start = clock()
-        fn()
-        return clock() - start
-
-    timed(base), timed(other)  # warm-up (first-call allocations, lazy kernels)
-    pairs = [(timed(base), timed(other)) for _ in range(rounds)]
-    return min(p[0] for p in pairs), min(p[1] for p in pairs)
 
 
 def run(threads: int, clock_name: str, quick: bool, rounds: int) -> list[dict]:
