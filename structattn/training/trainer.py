@@ -3,38 +3,22 @@ checkpoints with resume, data parallel through ``torch.distributed``."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm.auto import tqdm
 
 from structattn.encoders.batch import Batch
 from structattn.encoders.model import TaskModel
 from structattn.training.batching import LengthBucketSampler
-from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
 from structattn.training.data import Example, make_batch
 from structattn.training.distributed import Distributed, all_reduce_sum
 from structattn.training.evaluation import evaluate, task_loss
-from structattn.training.param_groups import parameter_groups
-from structattn.training.schedule import make_scheduler
-from structattn.training.seeding import rng_state, set_rng_state
+from structattn.training.loop import TrainingLoop, TrainResult, make_optimizer, stop_if_diverged
 
-
-@dataclass
-class TrainResult:
-    """What :meth:`Trainer.fit` returns; ``history`` has one row per evaluation."""
-
-    history: list[dict[str, float]] = field(default_factory=list)
-    best_step: int = 0
-    best_metric: float = -math.inf
-    steps: int = 0
-    stopped_early: bool = False
-
+__all__ = ["META_NOT_COMPARED", "RESUMABLE_CHANGES", "TrainResult", "Trainer", "make_optimizer", "stop_if_diverged"]
 
 #: settings a resumed run may change (a longer run, other evaluation cadence); any other differs -> refused
 RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batch_size"})
@@ -42,30 +26,7 @@ RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batc
 META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 
-def stop_if_diverged(what: str, value: torch.Tensor, *, step: int, lr: float, run_id: str | None = None) -> None:
-    """Stop a diverged run (NaN / inf ``value``) at the step it happened, instead of finishing at chance level.
-
-    Raises:
-        ValueError: ``"run 000_depth_full_s0: training loss became nan at step 137 (lr 3.0e-03); ..."``.
-    """
-    value = value.detach()
-    if bool(torch.isfinite(value).all()):
-        return
-    who = f"run {run_id}: " if run_id else ""
-    raise ValueError(f"{who}{what} became {float(value):g} at step {step} (lr {lr:.1e}); "
-                     "lower training.lr or check the data")
-
-
-def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW over ``model.parameter_groups(config)`` when the model defines it (e.g. HF fine-tuning: other
-    learning rates for pretrained and new parameters), else over :func:`parameter_groups` (decay on weight
-    matrices only, see :class:`TrainConfig`)."""
-    custom = getattr(model, "parameter_groups", None)
-    groups = custom(config) if callable(custom) else parameter_groups(model, config.weight_decay)
-    return torch.optim.AdamW(groups, lr=config.lr)
-
-
-class Trainer:
+class Trainer(TrainingLoop):
     """Train a :class:`TaskModel` on encoded examples.
 
     Args:
@@ -80,6 +41,11 @@ class Trainer:
         quiet: no progress bars.
         run_id: names the run in errors (divergence, resume mismatches).
 
+    ``fit(train, dev, resume)``: with ``resume`` (a ``last.pt``), only ``max_steps``, ``eval_every``,
+    ``patience`` and ``eval_batch_size`` may differ from the checkpoint's settings; any other difference
+    (learning rate, seed, model, ``meta``) is refused with a ``ValueError`` listing checkpoint and config
+    values, so a record never states settings that were not used.
+
     Raises (from :meth:`fit`):
         ValueError: the training loss or the gradient norm became NaN or infinite (names the step, the
             learning rate and the run), or a resumed checkpoint was trained with other settings.
@@ -89,94 +55,33 @@ class Trainer:
                  context: Distributed = Distributed(), checkpoint_dir: str | Path | None = None,
                  checkpoint_extra: dict[str, Any] | None = None, quiet: bool = False,
                  run_id: str | None = None) -> None:
-        self.model = model.to(context.device)
-        self.config, self.output, self.seed, self.context = config, output, seed, context
-        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
-        self.checkpoint_extra = checkpoint_extra or {}
+        super().__init__(model.to(context.device), config, checkpoint_dir, checkpoint_extra)
+        self.output, self.seed, self.context = output, seed, context
         self.quiet = quiet or not context.is_main
         self.run_id = run_id
-        self.optimizer = make_optimizer(model, config)
-        self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.network = DistributedDataParallel(self.model) if context.enabled else self.model
-        self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
-                                     "loss_count": 0}
-        self.result = TrainResult()
-        self.best_state: dict[str, torch.Tensor] | None = None
 
     # -- the loop --------------------------------------------------------------------------------------
-    def fit(self, train: Sequence[Example], dev: Sequence[Example], resume: str | Path | None = None) -> TrainResult:
-        """Train until ``max_steps`` or early stopping; the model ends with the best dev weights.
+    def _sampler(self, train: Sequence[Example]) -> LengthBucketSampler:
+        return LengthBucketSampler([len(e) for e in train], self.config.batch_size, seed=self.seed,
+                                   rank=self.context.rank, world_size=self.context.world_size)
 
-        ``resume``: a ``last.pt`` to continue from. Only ``max_steps``, ``eval_every``, ``patience`` and
-        ``eval_batch_size`` may differ from the checkpoint's settings; any other difference (learning rate,
-        seed, model, ``meta``) is refused with a ``ValueError`` listing checkpoint and config values, so a
-        record never states settings that were not used.
-        """
-        if resume is not None:
-            data = load_checkpoint(resume)
-            self._check_resumable(data, resume)
-            self._restore(data)
-        sampler = LengthBucketSampler([len(e) for e in train], self.config.batch_size, seed=self.seed,
-                                      rank=self.context.rank, world_size=self.context.world_size)
-        bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train", disable=self.quiet)
-        stop = self.loop["step"] >= self.config.max_steps
-        while not stop:
-            batches = sampler.batches(self.loop["epoch"])
-            while self.loop["position"] < len(batches) and not stop:
-                batch = make_batch([train[i] for i in batches[self.loop["position"]]], self.output)
-                self.loop["position"] += 1
-                self._step(batch.to(self.context.device))
-                bar.update(1)
-                if self.loop["step"] % self.config.eval_every == 0 or self.loop["step"] >= self.config.max_steps:
-                    stop = self._evaluate_and_save(dev, bar)
-                stop = stop or self.loop["step"] >= self.config.max_steps
-            if self.loop["position"] >= len(batches):
-                self.loop["epoch"], self.loop["position"] = self.loop["epoch"] + 1, 0
-        bar.close()
-        if self.best_state is not None:
-            self.model.load_state_dict(self.best_state)
-        self.result.steps = self.loop["step"]
-        return self.result
+    def _train_on(self, examples: Sequence[Example]) -> None:
+        self._step(make_batch(examples, self.output).to(self.context.device))
 
     def _step(self, batch: Batch) -> None:
         self.network.train()
-        loss = task_loss(self.network(batch), batch.labels)
-        self.optimizer.zero_grad(set_to_none=True)
-        self._check_finite("training loss", loss)
-        loss.backward()
-        if self.config.clip_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
-            self._check_finite("gradient norm", norm)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.loop["step"] += 1
-        self.loop["loss_sum"] += float(loss.detach())
-        self.loop["loss_count"] += 1
+        self._update(task_loss(self.network(batch), batch.labels))
 
-    def _check_finite(self, what: str, value: torch.Tensor) -> None:
-        stop_if_diverged(what, value, step=self.loop["step"] + 1, lr=self.scheduler.get_last_lr()[0],
-                         run_id=self.run_id)
-
-    def _evaluate_and_save(self, dev: Sequence[Example], bar: tqdm) -> bool:
-        """Evaluate, keep the best weights, checkpoint; True when patience has run out."""
+    def _dev_row(self, dev: Sequence[Example]) -> tuple[dict[str, float], float]:
+        """The history row (train loss summed over all processes) and dev accuracy, which picks the best."""
         scores = self.evaluate(dev)
         train_sums = all_reduce_sum(torch.tensor([self.loop["loss_sum"], self.loop["loss_count"]], dtype=torch.float64), self.context)
         train_loss = float(train_sums[0] / train_sums[1].clamp(min=1))
         self.loop["loss_sum"], self.loop["loss_count"] = 0.0, 0
         row = {"step": self.loop["step"], "train_loss": train_loss, "dev_loss": scores["loss"],
                "dev_accuracy": scores["accuracy"], "lr": self.scheduler.get_last_lr()[0]}
-        self.result.history.append(row)
-        improved = scores["accuracy"] > self.result.best_metric
-        if improved:
-            self.result.best_metric, self.result.best_step = scores["accuracy"], self.loop["step"]
-            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-            self.loop["bad_evals"] = 0
-        else:
-            self.loop["bad_evals"] += 1
-        bar.set_postfix(loss=f"{train_loss:.3f}", dev=f"{scores['accuracy']:.3f}", best=f"{self.result.best_metric:.3f}")
-        self._save(improved)
-        self.result.stopped_early = 0 < self.config.patience <= self.loop["bad_evals"]
-        return self.result.stopped_early
+        return row, scores["accuracy"]
 
     # -- evaluation ------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -187,20 +92,12 @@ class Trainer:
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def _save(self, improved: bool) -> None:
-        if self.checkpoint_dir is None or not self.context.is_main:
-            return
-        loop = {**self.loop, "history": self.result.history, "best_step": self.result.best_step,
-                "best_metric": self.result.best_metric}
-        save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
-                        optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
-                        rng=rng_state(), train_config=self.config.to_dict(), seed=self.seed, **self.checkpoint_extra)
-        if improved:
-            save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
+        if self.context.is_main:
+            self._save_checkpoints(improved, seed=self.seed)
 
     def _check_resumable(self, data: dict[str, Any], path: str | Path) -> None:
-        """Refuse to resume a checkpoint trained with other settings than this trainer's (see :meth:`fit`)."""
-        if "optimizer" not in data:
-            raise ValueError("this checkpoint holds only model weights (best.pt?); resume from last.pt")
+        """Refuse to resume a checkpoint trained with other settings than this trainer's (see the class)."""
+        super()._check_resumable(data, path)
         differ = []
         saved = data.get("train_config") or {}
         for name, value in self.config.to_dict().items():
@@ -216,16 +113,6 @@ class Trainer:
             who = f"run {self.run_id}: " if self.run_id else ""
             raise ValueError(f"{who}cannot resume from {str(path)!r}: it was trained with other settings ("
                              + "; ".join(differ) + "); use the checkpoint's settings, or train into a new folder")
-
-    def _restore(self, data: dict[str, Any]) -> None:
-        self.model.load_state_dict(data["model"])
-        self.optimizer.load_state_dict(data["optimizer"])
-        self.scheduler.load_state_dict(data["scheduler"])
-        loop = dict(data["loop"])
-        self.result = TrainResult(list(loop.pop("history")), loop.pop("best_step"), loop.pop("best_metric"))
-        self.loop.update(loop)
-        self.best_state = data.get("best_model")
-        set_rng_state(data["rng"])
 
 
 def _short(value: Any, limit: int = 80) -> str:

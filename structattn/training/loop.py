@@ -1,0 +1,187 @@
+"""What the classification and the translation trainer share: the step loop over length-bucketed batches, the
+optimiser update with the divergence check, keeping the best dev weights, early stopping, and the
+``last.pt`` / ``best.pt`` checkpoints with resume.
+
+Subclasses (:class:`~structattn.training.trainer.Trainer`, :class:`~structattn.training.seq2seq.Seq2SeqTrainer`)
+say how examples become batches and losses, and how dev is scored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from structattn.training.batching import LengthBucketSampler
+from structattn.training.checkpoints import load_checkpoint, save_checkpoint
+from structattn.training.config import TrainConfig
+from structattn.training.param_groups import parameter_groups
+from structattn.training.schedule import make_scheduler
+from structattn.training.seeding import rng_state, set_rng_state
+
+
+@dataclass
+class TrainResult:
+    """What :meth:`Trainer.fit` returns; ``history`` has one row per evaluation."""
+
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
+    best_metric: float = -math.inf
+    steps: int = 0
+    stopped_early: bool = False
+
+
+def stop_if_diverged(what: str, value: torch.Tensor, *, step: int, lr: float, run_id: str | None = None) -> None:
+    """Stop a diverged run (NaN / inf ``value``) at the step it happened, instead of finishing at chance level.
+
+    Raises:
+        ValueError: ``"run 000_depth_full_s0: training loss became nan at step 137 (lr 3.0e-03); ..."``.
+    """
+    value = value.detach()
+    if bool(torch.isfinite(value).all()):
+        return
+    who = f"run {run_id}: " if run_id else ""
+    raise ValueError(f"{who}{what} became {float(value):g} at step {step} (lr {lr:.1e}); "
+                     "lower training.lr or check the data")
+
+
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over ``model.parameter_groups(config)`` when the model defines it (e.g. HF fine-tuning: other
+    learning rates for pretrained and new parameters), else over :func:`parameter_groups` (decay on weight
+    matrices only, see :class:`TrainConfig`)."""
+    custom = getattr(model, "parameter_groups", None)
+    groups = custom(config) if callable(custom) else parameter_groups(model, config.weight_decay)
+    return torch.optim.AdamW(groups, lr=config.lr)
+
+
+class TrainingLoop:
+    """The loop state and bookkeeping of a trainer (see the module docstring).
+
+    Hooks: :meth:`_sampler` (batches of example indices), :meth:`_train_on` (one update on some examples,
+    through :meth:`_update`), :meth:`_dev_row` (a history row and the value that picks the best weights);
+    optionally :meth:`_check_resumable` and :meth:`_save`.
+    """
+
+    run_id: str | None = None
+    quiet: bool = False
+
+    def __init__(self, model: torch.nn.Module, config: TrainConfig, checkpoint_dir: str | Path | None,
+                 checkpoint_extra: dict[str, Any] | None) -> None:
+        self.model, self.config = model, config
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self.checkpoint_extra = checkpoint_extra or {}
+        self.optimizer = make_optimizer(model, config)
+        self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
+        self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
+                                     "loss_count": 0}
+        self.result = TrainResult()
+        self.best_state: dict[str, torch.Tensor] | None = None
+
+    # -- hooks -----------------------------------------------------------------------------------------
+    def _sampler(self, train: Sequence[Any]) -> LengthBucketSampler:
+        raise NotImplementedError
+
+    def _train_on(self, examples: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def _dev_row(self, dev: Sequence[Any]) -> tuple[dict[str, float], float]:
+        raise NotImplementedError
+
+    # -- the loop --------------------------------------------------------------------------------------
+    def fit(self, train: Sequence[Any], dev: Sequence[Any], resume: str | Path | None = None) -> TrainResult:
+        """Train until ``max_steps`` or early stopping; the model ends with the best dev weights.
+
+        ``resume``: a ``last.pt`` to continue from.
+        """
+        if resume is not None:
+            data = load_checkpoint(resume)
+            self._check_resumable(data, resume)
+            self._restore(data)
+        sampler = self._sampler(train)
+        bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train", disable=self.quiet)
+        stop = self.loop["step"] >= self.config.max_steps
+        while not stop:
+            batches = sampler.batches(self.loop["epoch"])
+            while self.loop["position"] < len(batches) and not stop:
+                self._train_on([train[i] for i in batches[self.loop["position"]]])
+                self.loop["position"] += 1
+                bar.update(1)
+                if self.loop["step"] % self.config.eval_every == 0 or self.loop["step"] >= self.config.max_steps:
+                    stop = self._evaluate_and_save(dev, bar)
+                stop = stop or self.loop["step"] >= self.config.max_steps
+            if self.loop["position"] >= len(batches):
+                self.loop["epoch"], self.loop["position"] = self.loop["epoch"] + 1, 0
+        bar.close()
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        self.result.steps = self.loop["step"]
+        return self.result
+
+    def _update(self, loss: torch.Tensor) -> None:
+        """One optimiser step on ``loss`` (clipped; a NaN / inf loss or gradient norm stops the run)."""
+        self._check_finite("training loss", loss)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.clip_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+            self._check_finite("gradient norm", norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.loop["step"] += 1
+        self.loop["loss_sum"] += float(loss.detach())
+        self.loop["loss_count"] += 1
+
+    def _check_finite(self, what: str, value: torch.Tensor) -> None:
+        stop_if_diverged(what, value, step=self.loop["step"] + 1, lr=self.scheduler.get_last_lr()[0],
+                         run_id=self.run_id)
+
+    def _evaluate_and_save(self, dev: Sequence[Any], bar: tqdm) -> bool:
+        """Evaluate, keep the best weights, checkpoint; True when patience has run out."""
+        row, value = self._dev_row(dev)
+        self.result.history.append(row)
+        improved = value > self.result.best_metric
+        if improved:
+            self.result.best_metric, self.result.best_step = value, self.loop["step"]
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.loop["bad_evals"] = 0
+        else:
+            self.loop["bad_evals"] += 1
+        bar.set_postfix(loss=f"{row['train_loss']:.3f}", dev=f"{value:.3f}", best=f"{self.result.best_metric:.3f}")
+        self._save(improved)
+        self.result.stopped_early = 0 < self.config.patience <= self.loop["bad_evals"]
+        return self.result.stopped_early
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def _save(self, improved: bool) -> None:
+        self._save_checkpoints(improved)
+
+    def _save_checkpoints(self, improved: bool, **run: Any) -> None:
+        """``last.pt`` (resumable: optimiser, schedule, loop, random state; ``run`` entries beside them) and,
+        when ``improved``, ``best.pt`` (weights and loop)."""
+        if self.checkpoint_dir is None:
+            return
+        loop = {**self.loop, "history": self.result.history, "best_step": self.result.best_step,
+                "best_metric": self.result.best_metric}
+        save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
+                        optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
+                        rng=rng_state(), train_config=self.config.to_dict(), **run, **self.checkpoint_extra)
+        if improved:
+            save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
+
+    def _check_resumable(self, data: dict[str, Any], path: str | Path) -> None:
+        if "optimizer" not in data:
+            raise ValueError("this checkpoint holds only model weights (best.pt?); resume from last.pt")
+
+    def _restore(self, data: dict[str, Any]) -> None:
+        self.model.load_state_dict(data["model"])
+        self.optimizer.load_state_dict(data["optimizer"])
+        self.scheduler.load_state_dict(data["scheduler"])
+        loop = dict(data["loop"])
+        self.result = TrainResult(list(loop.pop("history")), loop.pop("best_step"), loop.pop("best_metric"))
+        self.loop.update(loop)
+        self.best_state = data.get("best_model")
+        set_rng_state(data["rng"])
