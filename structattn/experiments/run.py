@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
 from structattn import plugins
@@ -22,6 +22,8 @@ from structattn.tasks.base import Item, Task, get_task
 from structattn.structures.cache import StructureCache
 from structattn.structures.providers.base import StructureProvider, get_provider
 from structattn.training import Distributed, Example, TrainConfig, Trainer, encode_items, evaluate, seed_everything
+
+E = TypeVar("E")  #: an encoded example with a ``structures`` field
 
 
 @dataclass(frozen=True)
@@ -234,10 +236,10 @@ def _plain(options: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(options, sort_keys=True, default=str))
 
 
-def _only(example: Example, names: set[str]) -> Example:
-    """The example with only the structures a run reads (no needless collation)."""
+def _only(example: E, names: set[str]) -> E:
+    """The example (an :class:`Example` or a translation pair) with only the structures a run reads (no
+    needless collation)."""
     if set(example.structures) == names:
         return example
-    return Example(example.input_ids, example.word_ids, example.label,
-                   {n: example.structures[n] for n in names}, example.id)
+    return replace(example, structures={n: example.structures[n] for n in names})
 

@@ -121,7 +121,7 @@ def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, 
                         resume: Path | None = None) -> dict[str, Any]:
     """Train and evaluate one translation run; return its record (JSON-ready), checkpoints under ``out_dir``."""
     from structattn.experiments.provenance import Stopwatch
-    from structattn.experiments.run import make_providers, plan_structures, run_provenance
+    from structattn.experiments.run import _only, make_providers, plan_structures, run_provenance
 
     start, watch = time.perf_counter(), Stopwatch()
     seed_everything(spec.seed)
@@ -166,10 +166,3 @@ def dry_run_translation(task: TranslationTask, plan: str, setup: "Setup", items_
     if not torch.isfinite(logits).all():
         raise ValueError(f"plan {plan!r} on task {task.name!r}: non-finite outputs in a forward pass")
     translate_examples(model, data.examples["train"], task.seq2seq, beam=1)
-
-
-def _only(example: PairExample, names: set[str]) -> PairExample:
-    """The pair with only the structures a run reads (no needless collation)."""
-    if set(example.structures) == names:
-        return example
-    return PairExample(example.input_ids, {n: example.structures[n] for n in names}, example.target_ids, example.id)
