@@ -147,8 +147,9 @@ def local_rows(
 
 
 # -- fused path ----------------------------------------------------------------------------------------------
-#: Score elements per slab of blocks in :class:`BandAttention` (8 MiB in float32).
-SLAB_ELEMENTS = 1 << 21
+#: Score elements per slab of blocks in :class:`BandAttention` (512 KiB in float32: a slab's few temporaries stay
+#: in cache and, at n = 2048, were 10 times the memory of SDPA's whole step with 8 MiB slabs).
+SLAB_ELEMENTS = 1 << 17
 
 
 def _bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -166,16 +167,18 @@ class BandAttention(torch.autograd.Function):
     over the overlapping windows, global-slot ``dk, dv`` summed. Memory: the inputs, ``out``, ``lse`` and one
     slab (:data:`SLAB_ELEMENTS` scores), whatever n.
 
-    Args (of ``apply``): qg (b, h, s, M, d), already scaled; kp, vp (b, h, s, M + 2r, d) (r padding slots
-    on each side); k_glob, v_glob (b, h, G, d); key_bias (b, 1, s, M + 2r) and glob_bias (b, 1, 1, G) from
-    :func:`_bias`; block c; radius r. Returns out (b, h, s, M, d).
+    Args (of ``apply``): qg (b, h, s, M, d), not scaled (a view of q where the layout allows: the scale is
+    applied per slab, so no scaled copy of q is kept for the backward); kp, vp (b, h, s, M, d) (views of k,
+    v where the layout allows; the windows are zero-padded per slab at the two ends); k_glob, v_glob
+    (b, h, G, d); key_bias (b, 1, s, M + 2r) and glob_bias (b, 1, 1, G) from :func:`_bias`; block c;
+    radius r; scale (``d ** -0.5``). Returns out (b, h, s, M, d).
     """
 
     @staticmethod
-    def forward(ctx, qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, block: int, radius: int):  # type: ignore[override]
+    def forward(ctx, qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, block: int, radius: int, scale: float):  # type: ignore[override]
         out = torch.empty_like(qg)
         lse = qg.new_empty(qg.shape[:-1])
-        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius):
+        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius, scale):
             m = sb.amax(-1, keepdim=True) if sg is None else torch.maximum(sb.amax(-1, keepdim=True), sg.amax(-1, keepdim=True))
             pb = sb.sub_(m).exp_()
             total = pb.sum(-1, keepdim=True)
@@ -187,22 +190,23 @@ class BandAttention(torch.autograd.Function):
             out[:, :, :, lo:hi] = (o / total).flatten(3, 4)
             lse[:, :, :, lo:hi] = (m + total.log()).flatten(3, 5)
         ctx.save_for_backward(qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse)
-        ctx.sizes = (block, radius)
+        ctx.sizes = (block, radius, scale)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):  # type: ignore[override]
         qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse = ctx.saved_tensors
-        block, radius = ctx.sizes
+        block, radius, scale = ctx.sizes
         grad_out = grad_out.contiguous()
         delta = (grad_out * out).sum(-1)  # (b, h, s, M)
-        dq, dk, dv = torch.zeros_like(qg), torch.zeros_like(kp), torch.zeros_like(vp)
+        padded = (*kp.shape[:3], kp.shape[3] + 2 * radius, kp.shape[4])  # dk, dv with r slots on each side
+        dq, dk, dv = torch.zeros_like(qg), kp.new_zeros(padded), vp.new_zeros(padded)
         dk_glob, dv_glob = torch.zeros_like(k_glob), torch.zeros_like(v_glob)
-        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius):
+        for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius, scale):
             shape = (*qg.shape[:3], (hi - lo) // block, block)
             lse_s, delta_s = lse[:, :, :, lo:hi].reshape(*shape, 1), delta[:, :, :, lo:hi].reshape(*shape, 1)
             go = grad_out[:, :, :, lo:hi].reshape(*shape, -1)
-            qs = qg[:, :, :, lo:hi].reshape(*shape, -1)
+            qs = qg[:, :, :, lo:hi].reshape(*shape, -1) * scale
             pb = sb.sub_(lse_s).exp_()
             dsb = torch.matmul(go, _unfold(vp, lo, hi, block, radius)).sub_(delta_s).mul_(pb)
             k_win = _unfold(kp, lo, hi, block, radius)  # (..., d, W)
@@ -215,13 +219,19 @@ class BandAttention(torch.autograd.Function):
                 dq_s += torch.matmul(dsg, k_glob[:, :, None, None])
                 dk_glob += torch.einsum("bhstcg,bhstcd->bhgd", dsg, qs)
                 dv_glob += torch.einsum("bhstcg,bhstcd->bhgd", pg, go)
-            dq[:, :, :, lo:hi] = dq_s.flatten(3, 4)
-        return dq, dk, dv, dk_glob, dv_glob, None, None, None, None
+            dq[:, :, :, lo:hi] = dq_s.flatten(3, 4).mul_(scale)  # d/dq of (q * scale) k^T
+        inner = slice(radius, radius + kp.shape[3])
+        return dq, dk[:, :, :, inner], dv[:, :, :, inner], dk_glob, dv_glob, None, None, None, None, None
 
 
 def _unfold(x: torch.Tensor, lo: int, hi: int, block: int, radius: int) -> torch.Tensor:
-    """Windows of the (padded) keys of query rows ``[lo, hi)``: ``(b, h, s, T, d, W)`` (a view)."""
-    return x[:, :, :, lo : hi + 2 * radius].unfold(3, block + 2 * radius, block)
+    """Windows of the keys of query rows ``[lo, hi)``: ``(b, h, s, T, d, W)``; ``x`` (b, h, s, M, d) holds the
+    keys unpadded: a view, except for the slabs at the two ends, whose keys beyond the sequence are zeros."""
+    start, stop, size = lo - radius, hi + radius, x.shape[3]
+    keys = x[:, :, :, max(start, 0) : min(stop, size)]
+    if start < 0 or stop > size:
+        keys = F.pad(keys, (0, 0, max(0, -start), max(0, stop - size)))
+    return keys.unfold(3, block + 2 * radius, block)
 
 
 def _overlap_add(target: torch.Tensor, windows: torch.Tensor, lo: int, hi: int, block: int, radius: int) -> None:
@@ -232,7 +242,7 @@ def _overlap_add(target: torch.Tensor, windows: torch.Tensor, lo: int, hi: int, 
     target[:, :, :, lo : hi + 2 * radius].index_add_(3, index, windows.flatten(3, 4))
 
 
-def _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block: int, radius: int):
+def _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block: int, radius: int, scale: float):
     """Yield ``(lo, hi, band scores (b, h, s, T, c, W), global scores (..., G) or None)`` with biases added."""
     b, h, s, rows, d = qg.shape
     width = block + 2 * radius
@@ -243,7 +253,7 @@ def _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block: int, radius: int):
     per_slab = max(1, SLAB_ELEMENTS // max(1, b * h * s * block * (width + glob)))
     for t0 in range(0, rows // block, per_slab):
         lo, hi = t0 * block, min(rows, (t0 + per_slab) * block)
-        qs = qg[:, :, :, lo:hi].unflatten(3, ((hi - lo) // block, block))
+        qs = qg[:, :, :, lo:hi].unflatten(3, ((hi - lo) // block, block)) * scale
         sb = torch.matmul(qs, _unfold(kp, lo, hi, block, radius))
         sb += band
         sb += key_bias[:, :, :, lo : hi + 2 * radius].unfold(3, width, block)[:, :, :, :, None, :]
@@ -268,9 +278,9 @@ def fused_local_rows(
     glob_bias = _bias(valid, work)[:, None, None]
     gather = index[:, None, :, None].expand(b, h, -1, d)
     k_glob, v_glob = torch.gather(k, 2, gather).to(work), torch.gather(v, 2, gather).to(work)
-    qg = _grouped(q.to(work) * d**-0.5, lay, 0, 0)
-    kp, vp = (_grouped(x.to(work), lay, lay.radius, lay.radius) for x in (k, v))
-    out = BandAttention.apply(qg.contiguous(), kp.contiguous(), vp.contiguous(), k_glob, v_glob, key_bias, glob_bias, lay.block, lay.radius)
+    qg = _grouped(q.to(work), lay, 0, 0)  # a view of q for dilation 1 and whole blocks
+    kp, vp = (_grouped(x.to(work), lay, 0, 0) for x in (k, v))  # views of k, v for dilation 1, whole blocks
+    out = BandAttention.apply(qg.contiguous(), kp.contiguous(), vp.contiguous(), k_glob, v_glob, key_bias, glob_bias, lay.block, lay.radius, d**-0.5)
     out = rearrange(out[:, :, :, : lay.m], "b h s m d -> b h (m s) d")[:, :, :n]
     return out.to(q.dtype)
 
@@ -281,17 +291,29 @@ def global_rows(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Global queries over every real key.
 
-    Shapes: returns out (b, h, n, d) (zeros off global rows) and weights (b, h, G, n).
+    Shapes: returns out (b, h, G, d) (one row per global slot; unused slots hold garbage) and weights
+    (b, h, G, n).
     """
     b, h, n, d = q.shape
     index, valid = slots
     q_glob = torch.gather(q, 2, index[:, None, :, None].expand(b, h, -1, d))
     scores = torch.matmul(q_glob, k.transpose(-1, -2)) / math.sqrt(d)  # (b, h, G, n)
     weights = _masked_softmax(scores, token_mask[:, None, None, :].expand_as(scores))
-    out_glob = torch.matmul(weights.to(v.dtype), v)
-    target = torch.where(valid, index, torch.full_like(index, n))[:, None, :, None].expand(b, h, -1, d)
-    out = q.new_zeros(b, h, n + 1, d).scatter(2, target, out_glob)[:, :, :n]  # slot n swallows unused slots
-    return out, weights
+    return torch.matmul(weights.to(v.dtype), v), weights
+
+
+def put_global_rows(out: torch.Tensor, out_glob: torch.Tensor, slots: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """``out`` with the rows of the valid global slots replaced by ``out_glob`` (one copy of ``out``; its
+    backward zeroes those rows of one gradient, where a ``where`` over a scattered copy made two).
+
+    Shapes: out (b, h, n, d), out_glob (b, h, G, d); returns (b, h, n, d).
+    """
+    index, valid = slots
+    bi, gi = valid.nonzero(as_tuple=True)
+    rows = index[bi, gi]
+    heads = torch.arange(out.shape[1], device=out.device)[None, :]
+    values = out_glob[bi[:, None], heads, gi[:, None]]  # (P, h, d)
+    return out.index_put((bi[:, None], heads, rows[:, None]), values)  # keeps out's (contiguous) layout
 
 
 def banded_attention(
@@ -319,7 +341,7 @@ def banded_attention(
     row_w = None
     if slots[0].shape[1]:
         glob_out, row_w = global_rows(q, k, v, token_mask, slots)
-        out = torch.where((is_global & token_mask)[:, None, :, None], glob_out, out)
+        out = put_global_rows(out, glob_out, slots)
     if not return_weights:
         return out.to(dtype), None
     return out.to(dtype), densify_weights(band_w, glob_w, row_w, slots, token_mask, is_global, lay).to(dtype)
