@@ -170,12 +170,14 @@ class BandAttention(torch.autograd.Function):
     Args (of ``apply``): qg (b, h, s, M, d), not scaled (a view of q where the layout allows: the scale is
     applied per slab, so no scaled copy of q is kept for the backward); kp, vp (b, h, s, M, d) (views of k,
     v where the layout allows; the windows are zero-padded per slab at the two ends); k_glob, v_glob
-    (b, h, G, d); key_bias (b, 1, s, M + 2r) and glob_bias (b, 1, 1, G) from :func:`_bias`; block c;
+    (b, h, G, d), detached copies of the global slots' keys, whose gradients are added into those of kp,
+    vp at ``glob_slots`` (residue, group position), each (b, G); key_bias (b, 1, s, M + 2r) and glob_bias (b, 1, 1, G) from :func:`_bias`; block c;
     radius r; scale (``d ** -0.5``). Returns out (b, h, s, M, d).
     """
 
     @staticmethod
-    def forward(ctx, qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, block: int, radius: int, scale: float):  # type: ignore[override]
+    def forward(ctx, qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, block: int, radius: int, scale: float,  # type: ignore[override]
+                glob_slots: tuple[torch.Tensor, torch.Tensor, torch.Tensor], row_bias: torch.Tensor):
         out = torch.empty_like(qg)
         lse = qg.new_empty(qg.shape[:-1])
         for lo, hi, sb, sg in _slab_scores(qg, kp, k_glob, key_bias, glob_bias, block, radius, scale):
@@ -189,14 +191,20 @@ class BandAttention(torch.autograd.Function):
                 o += torch.matmul(pg, v_glob[:, :, None, None])
             out[:, :, :, lo:hi] = (o / total).flatten(3, 4)
             lse[:, :, :, lo:hi] = (m + total.log()).flatten(3, 5)
+        lse_glob = _global_rows_forward(qg, kp, vp, out, glob_slots, row_bias, scale) if k_glob.shape[2] else None
         ctx.save_for_backward(qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse)
-        ctx.sizes = (block, radius, scale)
+        ctx.sizes, ctx.glob_slots, ctx.glob_rows = (block, radius, scale), glob_slots, (row_bias, lse_glob)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):  # type: ignore[override]
         qg, kp, vp, k_glob, v_glob, key_bias, glob_bias, out, lse = ctx.saved_tensors
         block, radius, scale = ctx.sizes
+        go_glob = None
+        if k_glob.shape[2]:  # the global rows are handled apart: their band rows get no gradient
+            go_glob = _at_slots(grad_out, ctx.glob_slots) * ctx.glob_slots[2][:, None, :, None]
+            grad_out = grad_out.clone(memory_format=torch.contiguous_format)
+            _put_slots(grad_out, ctx.glob_slots, torch.zeros_like(go_glob))
         grad_out = grad_out.contiguous()
         delta = (grad_out * out).sum(-1)  # (b, h, s, M)
         padded = (*kp.shape[:3], kp.shape[3] + 2 * radius, kp.shape[4])  # dk, dv with r slots on each side
@@ -220,8 +228,65 @@ class BandAttention(torch.autograd.Function):
                 dk_glob += torch.einsum("bhstcg,bhstcd->bhgd", dsg, qs)
                 dv_glob += torch.einsum("bhstcg,bhstcd->bhgd", pg, go)
             dq[:, :, :, lo:hi] = dq_s.flatten(3, 4).mul_(scale)  # d/dq of (q * scale) k^T
+        if k_glob.shape[2]:  # the global slots' key gradients go straight into dk, dv (no gather backward)
+            residue, position, _ = ctx.glob_slots  # (b, G) each, grouped coordinates
+            where = _slot_index(qg, (residue, position + radius))
+            dk.index_put_(where, dk_glob, accumulate=True)
+            dv.index_put_(where, dv_glob, accumulate=True)
+            _global_rows_backward(qg, kp, vp, out, go_glob, ctx.glob_slots, *ctx.glob_rows, scale, radius, dq, dk, dv)
         inner = slice(radius, radius + kp.shape[3])
-        return dq, dk[:, :, :, inner], dv[:, :, :, inner], dk_glob, dv_glob, None, None, None, None, None
+        return dq, dk[:, :, :, inner], dv[:, :, :, inner], None, None, None, None, None, None, None, None, None
+
+
+def _slot_index(x: torch.Tensor, slots) -> tuple[torch.Tensor, ...]:
+    """Advanced index ``(batch, head, residue, position)`` of the slots in ``x`` (b, h, s, M, d): (b, h, G)."""
+    b, h = x.shape[:2]
+    residue, position = slots[0], slots[1]
+    return (torch.arange(b, device=x.device)[:, None, None], torch.arange(h, device=x.device)[None, :, None],
+            residue[:, None, :], position[:, None, :])
+
+
+def _at_slots(x: torch.Tensor, slots) -> torch.Tensor:
+    """Rows of the global slots: (b, h, s, M, d) -> (b, h, G, d)."""
+    return x[_slot_index(x, slots)]
+
+
+def _put_slots(x: torch.Tensor, slots, rows: torch.Tensor) -> None:
+    """``x[slot] = rows`` for the valid slots only (unused slots point at position 0), in place."""
+    bsel, gsel = slots[2].nonzero(as_tuple=True)
+    heads = torch.arange(x.shape[1], device=x.device)[None, :]
+    where = (bsel[:, None], heads, slots[0][bsel, gsel][:, None], slots[1][bsel, gsel][:, None])
+    x.index_put_(where, rows[bsel[:, None], heads, gsel[:, None]])
+
+
+def _global_rows_forward(qg, kp, vp, out, slots, row_bias, scale) -> torch.Tensor:
+    """Global queries over every real key, written into their rows of ``out``; returns their logsumexp
+    (b, h, G, 1). The ``(b, h, G, s M)`` scores are small (G global slots)."""
+    q_glob = _at_slots(qg, slots) * scale  # (b, h, G, d)
+    scores = torch.matmul(q_glob, kp.flatten(2, 3).transpose(-1, -2)) + row_bias  # (b, h, G, s M)
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    _put_slots(out, slots, torch.matmul(scores.sub_(lse).exp_(), vp.flatten(2, 3)))
+    return lse
+
+
+def _global_rows_backward(qg, kp, vp, out, go_glob, slots, row_bias, lse, scale, radius, dq, dk, dv) -> None:
+    """Gradients of the global rows (``go_glob``: their output gradients, zero on unused slots), added into
+    ``dq`` at the slots and into ``dk``, ``dv`` (padded by ``radius``) over all keys, chunk by chunk of keys
+    (no ``(b, h, n, d)`` temporary)."""
+    q_glob = _at_slots(qg, slots) * scale
+    k_flat, v_flat = kp.flatten(2, 3), vp.flatten(2, 3)  # (b, h, s M, d)
+    p = torch.matmul(q_glob, k_flat.transpose(-1, -2)).add_(row_bias).sub_(lse).exp_()  # (b, h, G, s M)
+    delta = (go_glob * _at_slots(out, slots)).sum(-1, keepdim=True)
+    ds = torch.matmul(go_glob, v_flat.transpose(-1, -2)).sub_(delta).mul_(p)
+    dq.index_put_(_slot_index(dq, slots), torch.matmul(ds, k_flat) * scale, accumulate=True)
+    b, h, s, m, _ = kp.shape
+    step = max(1, SLAB_ELEMENTS // (b * h * kp.shape[-1]))
+    for r in range(s):
+        for lo in range(0, m, step):
+            hi = min(m, lo + step)
+            cols = slice(r * m + lo, r * m + hi)
+            dk[:, :, r, radius + lo : radius + hi] += torch.matmul(ds[..., cols].transpose(-1, -2), q_glob)
+            dv[:, :, r, radius + lo : radius + hi] += torch.matmul(p[..., cols].transpose(-1, -2), go_glob)
 
 
 def _unfold(x: torch.Tensor, lo: int, hi: int, block: int, radius: int) -> torch.Tensor:
@@ -268,7 +333,10 @@ def fused_local_rows(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, token_mask: torch.Tensor, is_global: torch.Tensor | None,
     slots: tuple[torch.Tensor, torch.Tensor], lay: BandLayout,
 ) -> torch.Tensor:
-    """:func:`local_rows` through :class:`BandAttention` (output only). Shapes: (b, h, n, d) -> (b, h, n, d)."""
+    """:func:`local_rows` and the global rows through :class:`BandAttention` (output only).
+
+    Shapes: (b, h, n, d) -> (b, h, n, d).
+    """
     b, h, n, d = q.shape
     work = compute_dtype(q.dtype)
     index, valid = slots
@@ -277,10 +345,14 @@ def fused_local_rows(
     key_bias = _bias(key_bias, work)[:, None]
     glob_bias = _bias(valid, work)[:, None, None]
     gather = index[:, None, :, None].expand(b, h, -1, d)
-    k_glob, v_glob = torch.gather(k, 2, gather).to(work), torch.gather(v, 2, gather).to(work)
+    # detached: BandAttention adds the global slots' key gradients into those of kp, vp itself
+    k_glob, v_glob = torch.gather(k.detach(), 2, gather).to(work), torch.gather(v.detach(), 2, gather).to(work)
+    glob_slots = (index % lay.dilation, index // lay.dilation, valid)
+    real = _grouped(token_mask[..., None], lay, 0, 0, False)[..., 0]  # (b, s, M): keys of the global rows
+    row_bias = _bias(real, work).flatten(1)[:, None, None]  # (b, 1, 1, s M)
     qg = _grouped(q.to(work), lay, 0, 0)  # a view of q for dilation 1 and whole blocks
     kp, vp = (_grouped(x.to(work), lay, 0, 0) for x in (k, v))  # views of k, v for dilation 1, whole blocks
-    out = BandAttention.apply(qg.contiguous(), kp.contiguous(), vp.contiguous(), k_glob, v_glob, key_bias, glob_bias, lay.block, lay.radius, d**-0.5)
+    out = BandAttention.apply(qg.contiguous(), kp.contiguous(), vp.contiguous(), k_glob, v_glob, key_bias, glob_bias, lay.block, lay.radius, d**-0.5, glob_slots, row_bias)
     out = rearrange(out[:, :, :, : lay.m], "b h s m d -> b h (m s) d")[:, :, :n]
     return out.to(q.dtype)
 
@@ -339,7 +411,7 @@ def banded_attention(
     else:
         out, band_w, glob_w = fused_local_rows(q, k, v, token_mask, is_global, slots, lay), None, None
     row_w = None
-    if slots[0].shape[1]:
+    if slots[0].shape[1] and return_weights:  # the fused path computes the global rows itself
         glob_out, row_w = global_rows(q, k, v, token_mask, slots)
         out = put_global_rows(out, glob_out, slots)
     if not return_weights:
