@@ -10,6 +10,7 @@ CoNLL-U otherwise. Translations are written one per line, in input order.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,13 +20,26 @@ from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
 from structattn.seq2seq.pud import one_tree
 from structattn.seq2seq.vocab import detokenize, special_ids
-from structattn.structures import Sentence, align_to_subwords, read_conllu
+from structattn.structures import Sentence, read_conllu
 from structattn.structures.providers.base import StructureProvider
 from structattn.training import load_checkpoint
+from structattn.training.data import encode_inputs
 
 
-def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, Any], dict[str, StructureProvider]]:
-    """The model of a translation checkpoint, its ``meta`` and its structure providers.
+@dataclass
+class Translator:
+    """A translation checkpoint ready to translate: the model, its ``meta``, its structure providers, and the
+    source and target vocabularies it was trained with."""
+
+    model: Seq2SeqModel
+    meta: dict[str, Any]
+    providers: dict[str, StructureProvider]
+    source: Vocab
+    target: Vocab
+
+
+def load_translator(path: str | Path) -> Translator:
+    """The model, ``meta``, providers and vocabularies of a translation checkpoint (each built once).
 
     Raises:
         ValueError: the checkpoint holds no translation model.
@@ -43,7 +57,18 @@ def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, An
     model = build_seq2seq(EncoderConfig(**meta["model"]), Seq2SeqOptions(**meta["seq2seq"]), meta["plan"], len(source),
                           len(target), {n: p.provides for n, p in providers.items()}, bos, eos)
     model.load_state_dict(data["model"])
-    return model.eval(), meta, providers
+    return Translator(model.eval(), meta, providers, source, target)
+
+
+def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, Any], dict[str, StructureProvider]]:
+    """The model of a translation checkpoint, its ``meta`` and its structure providers (see
+    :func:`load_translator`, which also returns the vocabularies).
+
+    Raises:
+        ValueError: the checkpoint holds no translation model.
+    """
+    loaded = load_translator(path)
+    return loaded.model, loaded.meta, loaded.providers
 
 
 def read_input(path: str | Path, fmt: str, parser: str | None, needs_trees: bool) -> list[Sentence]:
@@ -66,15 +91,13 @@ def read_input(path: str | Path, fmt: str, parser: str | None, needs_trees: bool
     return [one_tree(parts, f"{path.name}:{k}") for parts, (k, _) in zip(parsed, lines)]
 
 
-def encode(sentences: Sequence[Sentence], vocab: Vocab, providers: dict[str, StructureProvider]) -> list[PairExample]:
-    """Token ids and structures (aligned to subword tokens when the vocabulary splits words)."""
-    encoded = [vocab.encode(s.words) for s in sentences]
-    structures: list[dict[str, Any]] = [{} for _ in sentences]
-    for name, provider in providers.items():
-        for k, structure in enumerate(provider.many(list(sentences))):
-            word_ids = encoded[k][1]
-            structures[k][name] = structure if word_ids is None else align_to_subwords(structure, word_ids)
-    return [PairExample(ids, st, [], s.id) for (ids, _), st, s in zip(encoded, structures, sentences)]
+def encode(sentences: Sequence[Sentence], vocab: Vocab, providers: dict[str, StructureProvider],
+           quiet: bool = True) -> list[PairExample]:
+    """Token ids and structures of ``sentences``, encoded as training encodes sources
+    (:func:`~structattn.training.data.encode_inputs`: structures aligned to subword tokens, position-based
+    ones built on the tokens); no targets."""
+    encoded = encode_inputs(sentences, [s.words for s in sentences], vocab, providers, quiet=quiet)
+    return [PairExample(ids, structures, [], s.id) for (ids, _, structures), s in zip(encoded, sentences)]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,13 +117,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.beam is not None and args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
-    model, meta, providers = load_translation_model(args.checkpoint)
-    sentences = read_input(args.input, args.format, args.parser or meta.get("parser"), bool(providers))
-    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
-    ids = translate_examples(model, encode(sentences, source, providers), Seq2SeqOptions(**meta["seq2seq"]),
-                             beam=args.beam, batch_size=args.batch_size, quiet=progress_disabled(args.quiet))
+    loaded = load_translator(args.checkpoint)
+    needs_trees = any(p.requires for p in loaded.providers.values())  # a window needs no parse
+    sentences = read_input(args.input, args.format, args.parser or loaded.meta.get("parser"), needs_trees)
+    quiet = progress_disabled(args.quiet)
+    ids = translate_examples(loaded.model, encode(sentences, loaded.source, loaded.providers, quiet=quiet),
+                             Seq2SeqOptions(**loaded.meta["seq2seq"]), beam=args.beam, batch_size=args.batch_size,
+                             quiet=quiet)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(detokenize(h, target) + "\n" for h in ids), encoding="utf-8")
+    out.write_text("".join(detokenize(h, loaded.target) + "\n" for h in ids), encoding="utf-8")
     print(f"translated {len(ids)} sentences -> {out}")
     return 0

@@ -44,14 +44,34 @@ def encode_items(
     desc: str = "preprocess",
     cache: StructureCache | None = None,
 ) -> list[Example]:
-    """Encode ``items``: ids, labels, and every named structure, computed in length-sorted chunks (read from
-    / written to the disk ``cache`` when one is given, e.g. filled by ``structattn structures cache``).
+    """Encode ``items``: ids, labels, and every named structure (see :func:`encode_inputs`), computed in
+    length-sorted chunks (read from / written to the disk ``cache`` when one is given, e.g. filled by
+    ``structattn structures cache``)."""
+    labels = [task.label(x) for x in items]
+    inputs = encode_inputs(items, [task.inputs(x) for x in items], vocab, providers, chunk=chunk, quiet=quiet,
+                           desc=desc, cache=cache)
+    return [Example(ids, wids, y, st, x.id) for (ids, wids, st), y, x in zip(inputs, labels, items)]
+
+
+def encode_inputs(
+    items: Sequence[Item],
+    words: Sequence[Sequence[str]],
+    vocab: Vocab,
+    providers: Mapping[str, StructureProvider],
+    *,
+    chunk: int = 128,
+    quiet: bool = False,
+    desc: str = "preprocess",
+    cache: StructureCache | None = None,
+) -> list[tuple[list[int], list[int | None] | None, dict[str, Structure]]]:
+    """Token ids, word of each token (``None`` for a word-level vocabulary) and structures of ``items``,
+    whose ``words`` the model reads (``task.inputs(item)``); the input side of :func:`encode_items`, which
+    labelled and unlabelled text (``structattn translate``) share.
 
     Structures are computed on the words; for a subword vocabulary they are aligned to the tokens
     (``align_to_subwords``), except position-based ones (window form), which are built on the tokens.
     """
-    encoded = [vocab.encode(task.inputs(x)) for x in items]
-    labels = [task.label(x) for x in items]
+    encoded = [vocab.encode(w) for w in words]
     order = sorted(range(len(items)), key=lambda i: len(items[i]))
     structures: list[dict[str, Structure]] = [{} for _ in items]
     chunks = [order[k:k + chunk] for k in range(0, len(order), chunk)]
@@ -63,7 +83,7 @@ def encode_items(
             computed = provider.many(chunk_items) if cache is None else cache.get_or_compute(chunk_items, provider)
             for i, s in zip(idx, computed):
                 structures[i][name] = align_to_subwords(s, encoded[i][1]) if subwords and not on_tokens else s
-    return [Example(ids, wids, y, st, x.id) for (ids, wids), y, st, x in zip(encoded, labels, structures, items)]
+    return [(ids, wids, st) for (ids, wids), st in zip(encoded, structures)]
 
 
 def _token_sentence(item: Item, ids: list[int], vocab: Vocab) -> Sentence:

@@ -6,11 +6,11 @@ import json
 from structattn.experiments import gin_setup
 
 
-def run_tiny(tmp_path, settings: str, steps: int = 30):
+def run_tiny(tmp_path, settings: str, steps: int = 30, bindings: tuple[str, ...] = ()):
     gin_setup.parse("configs/experiments/translation_quick.gin", [
         f"training.max_steps = {steps}", "training.eval_every = 15", "training.warmup_steps = 10",
         "compare.tasks = {'syn': 'translation_synthetic(train=120, dev=12, test=12, grammar_depth=1, max_words=9, beam=2)'}",
-        f"compare.settings = {settings}", "compare.threads = 1"])
+        f"compare.settings = {settings}", "compare.threads = 1", *bindings])
     return gin_setup.compare(tmp_path / "out", quiet=True, plots=False)
 
 
