@@ -3,7 +3,8 @@ optimiser update with the divergence check, keeping the best dev weights, early 
 ``last.pt`` / ``best.pt`` checkpoints with resume.
 
 Subclasses (:class:`~structattn.training.trainer.Trainer`, :class:`~structattn.training.seq2seq.Seq2SeqTrainer`)
-say how examples become batches and losses, and how dev is scored.
+say how examples become batches and losses, and how dev is scored. Resuming is refused when the checkpoint
+was trained with other settings (see :meth:`TrainingLoop.fit`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from structattn.training.config import TrainConfig
 from structattn.training.param_groups import parameter_groups
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
+
+#: settings a resumed run may change (a longer run, other evaluation cadence); any other differs -> refused
+RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batch_size"})
+#: ``meta`` entries that describe the circumstances of a run rather than what it trains
+META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 
 @dataclass
@@ -63,11 +69,15 @@ class TrainingLoop:
 
     Hooks: :meth:`_sampler` (batches of example indices), :meth:`_train_on` (one update on some examples,
     through :meth:`_update`), :meth:`_dev_row` (a history row and the value that picks the best weights);
-    optionally :meth:`_check_resumable` and :meth:`_save`.
+    optionally :meth:`_save` (which processes write checkpoints).
+
+    Subclasses set ``seed`` (of the batch order; saved in ``last.pt`` and checked on resume), and may set
+    ``run_id`` (names the run in errors) and ``quiet``.
     """
 
     run_id: str | None = None
     quiet: bool = False
+    seed: int = 0
 
     def __init__(self, model: torch.nn.Module, config: TrainConfig, checkpoint_dir: str | Path | None,
                  checkpoint_extra: dict[str, Any] | None) -> None:
@@ -95,7 +105,14 @@ class TrainingLoop:
     def fit(self, train: Sequence[Any], dev: Sequence[Any], resume: str | Path | None = None) -> TrainResult:
         """Train until ``max_steps`` or early stopping; the model ends with the best dev weights.
 
-        ``resume``: a ``last.pt`` to continue from.
+        ``resume``: a ``last.pt`` to continue from. Only ``max_steps``, ``eval_every``, ``patience`` and
+        ``eval_batch_size`` may differ from the checkpoint's settings; any other difference (learning rate,
+        seed, model, ``meta``) is refused, so a record never states settings that were not used.
+
+        Raises:
+            ValueError: ``resume`` holds only weights, or was trained with other settings (listing the
+                checkpoint's and this trainer's values); the training loss or the gradient norm became NaN or
+                infinite (naming the step, the learning rate and the run).
         """
         if resume is not None:
             data = load_checkpoint(resume)
@@ -159,22 +176,38 @@ class TrainingLoop:
     def _save(self, improved: bool) -> None:
         self._save_checkpoints(improved)
 
-    def _save_checkpoints(self, improved: bool, **run: Any) -> None:
-        """``last.pt`` (resumable: optimiser, schedule, loop, random state; ``run`` entries beside them) and,
-        when ``improved``, ``best.pt`` (weights and loop)."""
+    def _save_checkpoints(self, improved: bool) -> None:
+        """``last.pt`` (resumable: optimiser, schedule, loop, random state, settings and seed) and, when
+        ``improved``, ``best.pt`` (weights and loop)."""
         if self.checkpoint_dir is None:
             return
         loop = {**self.loop, "history": self.result.history, "best_step": self.result.best_step,
                 "best_metric": self.result.best_metric}
         save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
                         optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
-                        rng=rng_state(), train_config=self.config.to_dict(), **run, **self.checkpoint_extra)
+                        rng=rng_state(), train_config=self.config.to_dict(), seed=self.seed, **self.checkpoint_extra)
         if improved:
             save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
 
     def _check_resumable(self, data: dict[str, Any], path: str | Path) -> None:
+        """Refuse a weights-only checkpoint, or one trained with other settings than this trainer's."""
         if "optimizer" not in data:
             raise ValueError("this checkpoint holds only model weights (best.pt?); resume from last.pt")
+        differ = []
+        saved = data.get("train_config") or {}
+        for name, value in self.config.to_dict().items():
+            if name not in RESUMABLE_CHANGES and name in saved and saved[name] != value:
+                differ.append(f"training.{name}: checkpoint {saved[name]!r}, config {value!r}")
+        if "seed" in data and data["seed"] != self.seed:
+            differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
+        old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}
+        for key in sorted((set(old) & set(new)) - META_NOT_COMPARED):
+            if old[key] != new[key] and not (key == "seed" and "seed" in data):
+                differ.append(f"{key}: checkpoint {_short(old[key])}, config {_short(new[key])}")
+        if differ:
+            who = f"run {self.run_id}: " if self.run_id else ""
+            raise ValueError(f"{who}cannot resume from {str(path)!r}: it was trained with other settings ("
+                             + "; ".join(differ) + "); use the checkpoint's settings, or train into a new folder")
 
     def _restore(self, data: dict[str, Any]) -> None:
         self.model.load_state_dict(data["model"])
@@ -185,3 +218,8 @@ class TrainingLoop:
         self.loop.update(loop)
         self.best_state = data.get("best_model")
         set_rng_state(data["rng"])
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

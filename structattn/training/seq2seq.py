@@ -34,6 +34,10 @@ class Seq2SeqTrainer(TrainingLoop):
         checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``.
         checkpoint_extra: stored in every checkpoint (``config``, ``meta``).
         quiet: no progress bars.
+
+    ``fit(train, dev, resume)``: as for ``Trainer``, a ``last.pt`` trained with other settings (anything but
+    ``max_steps``, ``eval_every``, ``patience``, ``eval_batch_size``: learning rate, seed, ``meta``) is refused
+    with a ``ValueError`` listing checkpoint and config values (see :meth:`TrainingLoop.fit`).
     """
 
     def __init__(self, model: Seq2SeqModel, config: TrainConfig, *, label_smoothing: float = 0.1, seed: int = 0,

@@ -16,14 +16,10 @@ from structattn.training.config import TrainConfig
 from structattn.training.data import Example, make_batch
 from structattn.training.distributed import Distributed, all_reduce_sum
 from structattn.training.evaluation import evaluate, task_loss
-from structattn.training.loop import TrainingLoop, TrainResult, make_optimizer, stop_if_diverged
+from structattn.training.loop import (META_NOT_COMPARED, RESUMABLE_CHANGES, TrainingLoop, TrainResult, make_optimizer,
+                                     stop_if_diverged)
 
 __all__ = ["META_NOT_COMPARED", "RESUMABLE_CHANGES", "TrainResult", "Trainer", "make_optimizer", "stop_if_diverged"]
-
-#: settings a resumed run may change (a longer run, other evaluation cadence); any other differs -> refused
-RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batch_size"})
-#: ``meta`` entries that describe the circumstances of a run rather than what it trains
-META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 
 class Trainer(TrainingLoop):
@@ -44,7 +40,7 @@ class Trainer(TrainingLoop):
     ``fit(train, dev, resume)``: with ``resume`` (a ``last.pt``), only ``max_steps``, ``eval_every``,
     ``patience`` and ``eval_batch_size`` may differ from the checkpoint's settings; any other difference
     (learning rate, seed, model, ``meta``) is refused with a ``ValueError`` listing checkpoint and config
-    values, so a record never states settings that were not used.
+    values, so a record never states settings that were not used (see :meth:`TrainingLoop.fit`).
 
     Raises (from :meth:`fit`):
         ValueError: the training loss or the gradient norm became NaN or infinite (names the step, the
@@ -93,28 +89,4 @@ class Trainer(TrainingLoop):
     # -- checkpoints -----------------------------------------------------------------------------------
     def _save(self, improved: bool) -> None:
         if self.context.is_main:
-            self._save_checkpoints(improved, seed=self.seed)
-
-    def _check_resumable(self, data: dict[str, Any], path: str | Path) -> None:
-        """Refuse to resume a checkpoint trained with other settings than this trainer's (see the class)."""
-        super()._check_resumable(data, path)
-        differ = []
-        saved = data.get("train_config") or {}
-        for name, value in self.config.to_dict().items():
-            if name not in RESUMABLE_CHANGES and name in saved and saved[name] != value:
-                differ.append(f"training.{name}: checkpoint {saved[name]!r}, config {value!r}")
-        if "seed" in data and data["seed"] != self.seed:
-            differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
-        old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}
-        for key in sorted((set(old) & set(new)) - META_NOT_COMPARED):
-            if old[key] != new[key] and not (key == "seed" and "seed" in data):
-                differ.append(f"{key}: checkpoint {_short(old[key])}, config {_short(new[key])}")
-        if differ:
-            who = f"run {self.run_id}: " if self.run_id else ""
-            raise ValueError(f"{who}cannot resume from {str(path)!r}: it was trained with other settings ("
-                             + "; ".join(differ) + "); use the checkpoint's settings, or train into a new folder")
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+            self._save_checkpoints(improved)

@@ -1,19 +1,21 @@
-"""The translation trainer: loss goes down, resume from last.pt continues exactly, best weights are kept."""
+"""The translation trainer: loss goes down, resume from last.pt continues exactly (and only with the same
+settings), best weights are kept."""
 
+import pytest
 import torch
 
-from structattn.training import TrainConfig, seed_everything
+from structattn.training import TrainConfig, load_checkpoint, seed_everything
 from structattn.training.seq2seq import Seq2SeqTrainer
 from tests.seq2seq.helpers import random_pairs, tiny_model
 
 
-def make(tmp_path, steps: int):
+def make(tmp_path, steps: int, lr: float = 3e-3, seed: int = 1, eval_every: int = 3):
     seed_everything(0)
     model = tiny_model().float().train()
     for layer in model.decoder.layers:  # dropout on, so the restored random state matters
         layer.dropout.p = 0.2
-    config = TrainConfig(lr=3e-3, warmup_steps=2, max_steps=steps, batch_size=3, eval_every=3, patience=0)
-    return Seq2SeqTrainer(model, config, seed=1, quiet=True, checkpoint_dir=tmp_path)
+    config = TrainConfig(lr=lr, warmup_steps=2, max_steps=steps, batch_size=3, eval_every=eval_every, patience=0)
+    return Seq2SeqTrainer(model, config, seed=seed, quiet=True, checkpoint_dir=tmp_path)
 
 
 def test_resume_continues_exactly(tmp_path):
@@ -30,6 +32,29 @@ def test_resume_continues_exactly(tmp_path):
     assert (tmp_path / "b" / "best.pt").is_file()
 
 
+LR, SEED = "training.lr: checkpoint 0.003, config 0.001", "seed: checkpoint 1, config 2"
+
+
+@pytest.mark.parametrize("changed, named", [({"lr": 1e-3}, [LR]), ({"seed": 2}, [SEED]),
+                                            ({"lr": 1e-3, "seed": 2}, [LR, SEED])])
+def test_resume_with_other_settings_is_refused(tmp_path, changed, named):
+    pairs = random_pairs(9)
+    make(tmp_path, 3).fit(pairs, pairs[:3])
+    assert load_checkpoint(tmp_path / "last.pt")["seed"] == 1
+    resumed = make(tmp_path, 6, **changed)
+    with pytest.raises(ValueError, match="other settings") as refused:
+        resumed.fit(pairs, pairs[:3], resume=tmp_path / "last.pt")
+    assert all(n in str(refused.value) for n in named), str(refused.value)
+    assert resumed.loop["step"] == 0  # nothing was restored
+
+
+def test_resume_may_change_the_length_and_the_evaluation_cadence(tmp_path):
+    pairs = random_pairs(9)
+    make(tmp_path, 3).fit(pairs, pairs[:3])
+    resumed = make(tmp_path, 8, eval_every=4)
+    assert resumed.fit(pairs, pairs[:3], resume=tmp_path / "last.pt").steps == 8
+
+
 def test_training_lowers_the_loss(tmp_path):
     pairs = random_pairs(6)
     trainer = make(tmp_path, 30)
@@ -39,8 +64,6 @@ def test_training_lowers_the_loss(tmp_path):
 
 
 def test_dev_score_picks_the_weights(tmp_path):
-    from structattn.training import load_checkpoint
-
     pairs = random_pairs(6)
     trainer = make(tmp_path, 30)
     calls = []
