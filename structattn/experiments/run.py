@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, TypeVar
 
 from structattn.encoders import ChunkSplitter, EncoderConfig, TaskModel, Vocab, build_encoder, make_head, parse_call, parse_plan
 from structattn import plugins
+from structattn.experiments import hf_models
 from structattn.experiments.inspect import bias_records, heatmap_record
 from structattn.experiments.provenance import Stopwatch, data_checksum, environment
 from structattn.experiments.results import slug
@@ -85,6 +86,8 @@ class PreparedData:
 
 def plan_structures(plan: str, model: EncoderConfig) -> set[str]:
     """Names of the structures an attention plan reads."""
+    if hf_models.is_hf_setting(plan):  # HF hook (structattn.experiments.hf_models): hf(...) settings
+        return hf_models.plan_structures(plan)
     return {g.structure for groups in parse_plan(plan, model.num_layers, model.num_heads)
             for g in groups if g.structure is not None}
 
@@ -141,6 +144,8 @@ def prepare_data(task: Task, providers: Mapping[str, StructureProvider], vocab_o
 def build_model(task: Task, vocab_size: int, plan: str, model: EncoderConfig,
                 providers: Mapping[str, StructureProvider]) -> TaskModel:
     """Encoder (plan checked against the providers' fields) plus the task's head."""
+    if hf_models.is_hf_setting(plan):  # HF hook (structattn.experiments.hf_models): hf(...) settings
+        return hf_models.build_model(task, vocab_size, plan, providers)  # type: ignore[return-value]
     if task.output == "sequence":  # translation tasks: structattn.experiments.translation
         from structattn.experiments.translation import build_translation_model
         return build_translation_model(task, vocab_size, vocab_size, plan, model, providers)  # type: ignore[return-value]
@@ -160,6 +165,8 @@ def execute(spec: RunSpec, setup: Setup, data: PreparedData, *, out_dir: Path | 
     seed_everything(spec.seed)
     names = plan_structures(spec.plan, setup.model)
     providers = make_providers(names, setup.structures)
+    if hf_models.is_hf_setting(spec.plan):  # HF hook: re-tokenize the items with the model's tokenizer
+        data = hf_models.encode_data(spec.plan, data, providers, quiet)
     model = build_model(data.task, len(data.vocab), spec.plan, setup.model, providers)
     meta = {"task": spec.task, "task_options": _plain(data.task.options()), "plan": spec.plan,
             "structures": {n: setup.structures.get(n, n) for n in names},
