@@ -15,7 +15,8 @@ last hidden states.
 
 Learning rates (fine-tuning practice): the pretrained weights train at ``training.lr`` (set it to about
 2e-5 for a pretrained model), the new parameters (structattn variants and the task head) at the setting's
-``new_lr`` (default 1e-3), both with the trainer's warmup; see :meth:`HFTaskModel.parameter_groups`.
+``new_lr`` (default 1e-3), both with the trainer's warmup; the training loop takes the groups from
+:meth:`HFTaskModel.parameter_groups`.
 """
 
 from __future__ import annotations
