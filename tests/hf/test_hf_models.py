@@ -50,6 +50,9 @@ def test_random_config_fine_tunes_with_the_trainer(prepared):
     before = table.detach().clone()
     trainer = Trainer(model, TrainConfig(lr=3e-3, warmup_steps=1, max_steps=4, batch_size=8, eval_every=2, patience=0),
                       task.output, seed=0, quiet=True)
+    lrs = {id(p): g["initial_lr"] for g in trainer.optimizer.param_groups for p in g["params"]}
+    # the trainer takes the model's groups: new parameters at new_lr, the model's own at training.lr
+    assert lrs[id(table)] == 1e-3 and lrs[id(model.hf.embeddings.word_embeddings.weight)] == 3e-3
     result = trainer.fit(hf_data.examples["train"], hf_data.examples["dev"])
     assert result.steps == 4 and not torch.equal(before, table)
     assert set(trainer.evaluate(hf_data.examples["test"], desc="test")) >= {"accuracy", "loss"}
