@@ -16,7 +16,7 @@ from torch import nn
 from structattn.attention.base import ATTENTION, StructuredAttention, key_padding, register_attention
 from structattn.attention.biased import BiasedAttention
 from structattn.attention.learned import LearnedQuantity
-from structattn.attention.ssan_kernels import SelectiveAttention
+from structattn.attention.ssan_kernels import PolicySelectiveAttention
 from structattn.structures.structure import Structure
 
 
@@ -207,24 +207,29 @@ class SelectiveSelfAttention(StructuredAttention):
         real = key_padding(structure, b, n, q.device)  # (b, n)
         soft_original = self.soft and self.soft_mode == "original"
         tau = 1.0 if soft_original and self.training else self.temperature  # the original's soft sigmoid(E)
-        energy = self._energy(hidden, work, tau)  # (b, h, n, n): E / tau
+        pq, pk = self._policy(hidden, work, tau)  # (b, h, n, d), pq divided by tau
         noisy = self.training and not soft_original
-        noise, scratch = self._noise(energy.shape, work, q.device) if noisy else (None, None)
+        noise = self._noise((b, h, n, n), work, q.device)[0] if noisy else None
         kernel_soft = self.soft and (self.training or not soft_original)  # original soft: hard at evaluation
-        # the original penalty needs the probability with its gradient; the kernel consumes the noise buffer
+        # only the penalties need E / tau with a graph (b, h, n, n); the kernel differentiates pq pk^T itself
+        energy = torch.matmul(pq, pk.transpose(-1, -2)) if self._needs_energy() else None
         prob = torch.sigmoid(energy if noise is None else energy + noise) if self._wants_sampled_sum() else None
+        z = self._logits(pq, pk, energy, noise)  # (b, h, n, n): (E + L) / tau, no graph
         bias = None
         if self.structure_bias is not None:
             assert structure is not None
             bias = self.structure_bias.bias(structure, b, h, q.device, work)
-        out, weights, selected = SelectiveAttention.apply(
-            energy, noise, scratch, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
-            real[:, None, None, :], real[:, None, :, None], kernel_soft, self.threshold,
+        out, selected, *weights = PolicySelectiveAttention.apply(
+            z, pq, pk, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
+            real[:, None, None, :], real[:, None, :, None], kernel_soft, self.threshold, return_weights,
         )
         pairs = real.sum(-1).square().sum() * h
         self.last_selection_rate = selected.float() / pairs.clamp(min=1)
         self._last_penalty = self._penalty(energy, tau, real, pairs, prob, selected, kernel_soft)
-        return out.to(q.dtype), (weights.to(q.dtype) if return_weights else None)
+        return out.to(q.dtype), (weights[0].to(q.dtype) if return_weights else None)
+
+    def _needs_energy(self) -> bool:
+        return self.selection_penalty > 0 or self.entropy_weight != 0
 
     def _wants_sampled_sum(self) -> bool:
         return self.penalty_form == "original" and self.selection_penalty > 0
@@ -254,9 +259,9 @@ class SelectiveSelfAttention(StructuredAttention):
             total = total + self.entropy_weight * (per_query * real).sum() / queries
         return total
 
-    def _energy(self, hidden: torch.Tensor, work: torch.dtype, tau: float) -> torch.Tensor:
-        """``E / tau`` with ``E = (H W_Q' + b_Q')(H W_K' + b_K')^T`` per head, (b, h, n, n) in ``work`` (float32
-        even for half inputs, so that thresholding ``E`` is not decided by rounding)."""
+    def _policy(self, hidden: torch.Tensor, work: torch.dtype, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(H W_Q' + b_Q') / tau`` and ``H W_K' + b_K'`` per head, (b, h, n, d) in ``work`` (float32 even for
+        half inputs, so that thresholding ``E = pq pk^T`` is not decided by rounding)."""
         x = hidden.to(work)
         pq, pk = (
             rearrange(
@@ -265,22 +270,33 @@ class SelectiveSelfAttention(StructuredAttention):
             ).contiguous()
             for proj in (self.policy_query, self.policy_key)
         )
-        return torch.matmul(pq.mul_(1.0 / tau), pk.transpose(-1, -2))
+        return pq.mul_(1.0 / tau) if tau != 1.0 else pq, pk
+
+    @staticmethod
+    def _logits(pq: torch.Tensor, pk: torch.Tensor, energy: torch.Tensor | None, noise: torch.Tensor | None) -> torch.Tensor:
+        """``z = E / tau (+ L / tau)`` without a graph, (b, h, n, n): the noise buffer becomes ``z`` (one batched
+        ``baddbmm_`` into it), so the layer holds a single (b, h, n, n) float tensor of policy logits."""
+        if energy is not None:
+            return energy.detach() if noise is None else noise.add_(energy.detach())
+        pq3, pk3 = pq.detach().flatten(0, 1), pk.detach().flatten(0, 1).transpose(1, 2)
+        if noise is None:
+            return torch.bmm(pq3, pk3).view(*pq.shape[:3], -1)
+        return noise.view(-1, *noise.shape[2:]).baddbmm_(pq3, pk3).view_as(noise)
 
     def _noise(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(G' - G'') / tau`` and a free buffer of the same shape (reused by the kernel for the selection).
+        """``(G' - G'') / tau`` and the generator state it was drawn from.
 
         The difference of two independent Gumbel(0, 1) variates is a standard logistic variate, so it is drawn
         as one: ``L = log U - log(1 - U)`` for a single ``U ~ Uniform(0, 1)`` per pair, from the generator
         (its state recorded first). Same distribution as drawing ``G'`` and ``G''`` separately (tested), at half
-        the random numbers: on CPU the draw is serial and was the largest elementwise cost of a layer.
+        the random numbers: on CPU the draw is serial and was the largest elementwise cost of a layer. ``logit``
+        runs in place (``1 - U >= eps`` since ``U < 1``), so the draw is the only buffer.
         """
-        self.last_noise_state = self.generator.get_state()
+        state = self.last_noise_state = self.generator.get_state()
         tiny = torch.finfo(work).tiny
         u = torch.rand(shape, generator=self.generator, dtype=work, device=self.generator.device)
-        rest = torch.rsub(u, 1.0).clamp_(min=tiny)  # 1 - U
-        noise = u.clamp_(min=tiny).div_(rest).log_().div_(self.temperature)
-        return noise.to(device), rest.to(device)
+        noise = u.clamp_(min=tiny).logit_().div_(self.temperature)
+        return noise.to(device), state
 
     def _probability(self, logits: torch.Tensor, real: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         """Mean selection probability over real pairs, from the policy scores ``logits = E``:
