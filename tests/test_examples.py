@@ -144,6 +144,26 @@ def test_the_example_comparison_runs_from_another_folder_and_replays_the_plugin(
         (r["run_id"], r["metric"], r["value"]) for r in rows)
 
 
+def test_probe_replays_the_plugin_from_another_folder(example_run):
+    """``structattn probe`` on the plugin variant's checkpoint, without --import: the recorded plugin is
+    replayed, and every layer gets its structural-probe and tree-induction rows (model and random control)."""
+    import csv
+
+    cwd, out = example_run
+    from structattn.structures import bundled_treebank
+
+    (checkpoint,) = out.glob("runs/*gaussian*/checkpoints/best.pt")
+    structattn("probe", str(checkpoint), "--treebank", str(bundled_treebank()), "--limit", "30", "--epochs", "2",
+               "--out", str(cwd / "probe"), "--quiet", cwd=cwd)
+    rows = list(csv.DictReader((cwd / "probe" / "probe.csv").open()))
+    assert {r["model"] for r in rows} == {checkpoint.parents[1].name, "random control"}
+    found = {(r["model"], r["layer"], r["probe"]) for r in rows}
+    for model in (checkpoint.parents[1].name, "random control"):
+        assert {(model, str(l), p) for l in (0, 1, 2) for p in ("structural_distance", "structural_depth")} <= found
+        assert {(model, "1", "tree_induction"), (model, "2", "tree_induction")} <= found
+    assert all(math.isfinite(float(r["value"])) for r in rows)
+
+
 def test_the_learned_sigma_is_recorded(example_run):
     """learned_quantities() reaches the run record: one sigma row per head for each layer, positive, moved
     from its initial value by the 20 training steps."""

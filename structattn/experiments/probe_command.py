@@ -1,10 +1,12 @@
-"""``structattn probe``: per-layer structural probes and per-head attention trees of a Hugging Face encoder.
+"""``structattn probe``: per-layer structural probes and per-head attention trees of a Hugging Face encoder
+or of a structattn checkpoint.
 
-    structattn probe MODEL_DIR --treebank FILE.conllu --out DIR
-        [--probes structural_distance,structural_depth,tree_induction] [--layers all] [--no-control]
+    structattn probe MODEL_DIR_OR_CHECKPOINT --treebank FILE.conllu --out DIR
+        [--probes structural_distance,structural_depth,tree_induction] [--layers all] [--no-control] [--limit N]
 
-For each layer of MODEL (a local HF directory with its tokenizer, plain or saved by an attached model) and,
-with ``--control`` (default), of the same architecture with random weights:
+For each layer of MODEL (a local HF directory with its tokenizer, plain or saved by an attached model; or a
+``best.pt`` / ``last.pt`` of ``structattn train`` / ``compare``, see :mod:`structattn.experiments.probe_checkpoint`)
+and, with ``--control`` (default), of the same architecture with random weights:
 
 * ``structural_distance`` / ``structural_depth``: Hewitt & Manning probes (``structattn.probes.structural``)
   fit on the frozen states of the train split (each word read at its first sub-token; layer 0 is the
@@ -16,7 +18,8 @@ with ``--control`` (default), of the same architecture with random weights:
   punctuation excluded, with the random-tree and right-branching baselines.
 
 Writes ``probe.csv`` (``model,layer,head,probe,metric,value``), ``probe.md`` and ``probe.png``.
-The same numbers come from :func:`probe_model` in Python.
+The same numbers come from :func:`probe_model` (HF) or
+:func:`~structattn.experiments.probe_checkpoint.probe_checkpoint` in Python.
 """
 
 from __future__ import annotations
@@ -69,11 +72,28 @@ def probe_model(
         ValueError: an unknown probe, too few sentences for a split, or a sentence the tokenizer cannot
             align (named by the collator).
     """
+    check_probes(probes)
+    train, test = split(sentences, test_fraction, seed)
+    states, attentions = encode(model, tokenizer, train + test, batch_size, progress)
+    return probe_encoded(states, attentions, train, test, probes, layers, name, epochs, seed, progress)
+
+
+def check_probes(probes: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming the probes that are not in :data:`PROBES`."""
     unknown = sorted(set(probes) - set(PROBES))
     if unknown:
         raise ValueError(f"unknown probes {unknown}; choose from {list(PROBES)}")
-    train, test = split(sentences, test_fraction, seed)
-    states, attentions = encode(model, tokenizer, train + test, batch_size, progress)
+
+
+def probe_encoded(states: Sequence[torch.Tensor], attentions: Sequence[torch.Tensor], train: list[Sentence],
+                  test: list[Sentence], probes: Sequence[str], layers: Sequence[int] | None, name: str,
+                  epochs: int, seed: int, progress: bool) -> list[dict[str, Any]]:
+    """The rows of :func:`probe_model` from encoded ``train + test`` (any encoder: HF or structattn).
+
+    Shapes:
+        states[l] (s, w, d) for l = 0 (embeddings) .. L; attentions[l - 1] (s, h, w, w) for layer l = 1 .. L;
+        s = len(train) + len(test), train first.
+    """
     num_layers = len(states) - 1
     chosen = list(range(num_layers + 1)) if layers is None else list(layers)
     bad = [l for l in chosen if not 0 <= l <= num_layers]
@@ -257,8 +277,10 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="structattn probe", description="Structural probes and attention trees per layer "
-                                "of a Hugging Face encoder, against a random-weight control.")
-    p.add_argument("model", help="a local HF model directory with its tokenizer")
+                                "of a Hugging Face encoder or a structattn checkpoint, against a random-weight "
+                                "control.")
+    p.add_argument("model", help="a local HF model directory with its tokenizer, or a structattn checkpoint file "
+                   "(best.pt / last.pt of train or compare)")
     p.add_argument("--treebank", required=True, help="a CoNLL-U file with gold trees (and UPOS)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--probes", default=",".join(PROBES), help=f"comma list from {','.join(PROBES)}")
@@ -289,9 +311,6 @@ def parse_layers(text: str) -> list[int] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from transformers import AutoTokenizer
-
-    from structattn.hf.loading import from_pretrained
     from structattn.structures.readers import read_conllu
 
     args = build_parser().parse_args(argv)
@@ -299,15 +318,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
     sentences = read_conllu(Path(args.treebank))[: args.limit]
-    model = from_pretrained(args.model).eval()
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
     options = dict(probes=[p.strip() for p in args.probes.split(",") if p.strip()], layers=parse_layers(args.layers),
                    test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
                    progress=not progress_disabled(args.quiet))
-    rows = probe_model(model, tokenizer, sentences, name=Path(args.model).name, **options)
-    if args.control:
-        rows += probe_model(random_control(model, args.seed), tokenizer, sentences, name="random control", **options)
+    if Path(args.model).is_file():  # a structattn checkpoint (best.pt / last.pt of train or compare)
+        from structattn.experiments.probe_checkpoint import probe_checkpoint
+
+        rows = probe_checkpoint(args.model, sentences, control=args.control, **options)
+    else:
+        rows = _probe_hf_directory(args.model, sentences, args.control, options)
     write_outputs(rows, out)
     print((out / "probe.md").read_text())
     print(f"wrote {out}/: probe.csv, probe.md, probe.png")
     return 0
+
+
+def _probe_hf_directory(path: str, sentences: list[Sentence], control: bool,
+                        options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of the HF model saved at ``path`` (and of its random control)."""
+    from transformers import AutoTokenizer
+
+    from structattn.hf.loading import from_pretrained
+
+    if not Path(path).is_dir():
+        raise ValueError(f"{path!r} is neither an HF model directory nor a structattn checkpoint file")
+    model = from_pretrained(path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    rows = probe_model(model, tokenizer, sentences, name=Path(path).name, **options)
+    if control:
+        rows += probe_model(random_control(model, options["seed"]), tokenizer, sentences, name="random control",
+                            **options)
+    return rows
