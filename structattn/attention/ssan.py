@@ -207,20 +207,22 @@ class SelectiveSelfAttention(StructuredAttention):
         real = key_padding(structure, b, n, q.device)  # (b, n)
         soft_original = self.soft and self.soft_mode == "original"
         tau = 1.0 if soft_original and self.training else self.temperature  # the original's soft sigmoid(E)
-        pq, pk = self._policy(hidden, work, tau)  # (b, h, n, d), pq divided by tau
+        pq, pk = self._policy(hidden, work)  # (b, h, n, d)
         noisy = self.training and not soft_original
-        noise = self._noise((b, h, n, n), work, q.device)[0] if noisy else None
+        noise = self._logistic((b, h, n, n), work, q.device) if noisy else None  # L
         kernel_soft = self.soft and (self.training or not soft_original)  # original soft: hard at evaluation
         # only the penalties need E / tau with a graph (b, h, n, n); the kernel differentiates pq pk^T itself
-        energy = torch.matmul(pq, pk.transpose(-1, -2)) if self._needs_energy() else None
-        prob = torch.sigmoid(energy if noise is None else energy + noise) if self._wants_sampled_sum() else None
-        z = self._logits(pq, pk, energy, noise)  # (b, h, n, n): (E + L) / tau, no graph
+        energy = torch.matmul(pq, pk.transpose(-1, -2)) * (1.0 / tau) if self._needs_energy() else None
+        prob = None
+        if self._wants_sampled_sum():
+            prob = torch.sigmoid(energy if noise is None else energy + noise * (1.0 / self.temperature))
+        z = self._logits(pq, pk, noise, tau)  # (b, h, n, n): (E + L) / tau, no graph
         bias = None
         if self.structure_bias is not None:
             assert structure is not None
             bias = self.structure_bias.bias(structure, b, h, q.device, work)
         out, selected, *weights = PolicySelectiveAttention.apply(
-            z, pq, pk, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
+            z, pq, pk, 1.0 / tau, q.to(work) * d**-0.5, k.to(work).contiguous(), v.to(work).contiguous(), bias,
             real[:, None, None, :], real[:, None, :, None], kernel_soft, self.threshold, return_weights,
         )
         pairs = real.sum(-1).square().sum() * h
@@ -259,8 +261,8 @@ class SelectiveSelfAttention(StructuredAttention):
             total = total + self.entropy_weight * (per_query * real).sum() / queries
         return total
 
-    def _policy(self, hidden: torch.Tensor, work: torch.dtype, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(H W_Q' + b_Q') / tau`` and ``H W_K' + b_K'`` per head, (b, h, n, d) in ``work`` (float32 even for
+    def _policy(self, hidden: torch.Tensor, work: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """``H W_Q' + b_Q'`` and ``H W_K' + b_K'`` per head, (b, h, n, d) in ``work`` (float32 even for
         half inputs, so that thresholding ``E = pq pk^T`` is not decided by rounding)."""
         x = hidden.to(work)
         pq, pk = (
@@ -270,33 +272,38 @@ class SelectiveSelfAttention(StructuredAttention):
             ).contiguous()
             for proj in (self.policy_query, self.policy_key)
         )
-        return pq.mul_(1.0 / tau) if tau != 1.0 else pq, pk
+        return pq, pk
 
     @staticmethod
-    def _logits(pq: torch.Tensor, pk: torch.Tensor, energy: torch.Tensor | None, noise: torch.Tensor | None) -> torch.Tensor:
-        """``z = E / tau (+ L / tau)`` without a graph, (b, h, n, n): the noise buffer becomes ``z`` (one batched
-        ``baddbmm_`` into it), so the layer holds a single (b, h, n, n) float tensor of policy logits."""
-        if energy is not None:
-            return energy.detach() if noise is None else noise.add_(energy.detach())
+    def _logits(pq: torch.Tensor, pk: torch.Tensor, noise: torch.Tensor | None, tau: float) -> torch.Tensor:
+        """``z = (E + L) / tau`` (or ``E / tau``) without a graph, (b, h, n, n), as one batched ``baddbmm`` (the
+        scaling is the gemm's alpha and beta): the noise buffer becomes ``z``, so the layer holds a single
+        (b, h, n, n) float tensor of policy logits."""
         pq3, pk3 = pq.detach().flatten(0, 1), pk.detach().flatten(0, 1).transpose(1, 2)
         if noise is None:
-            return torch.bmm(pq3, pk3).view(*pq.shape[:3], -1)
-        return noise.view(-1, *noise.shape[2:]).baddbmm_(pq3, pk3).view_as(noise)
+            out = torch.empty(pq3.shape[0], pq3.shape[1], pk3.shape[2], dtype=pq.dtype, device=pq.device)
+            return torch.baddbmm(out, pq3, pk3, beta=0.0, alpha=1.0 / tau, out=out).view(*pq.shape[:3], -1)
+        return noise.view(-1, *noise.shape[2:]).baddbmm_(pq3, pk3, beta=1.0 / tau, alpha=1.0 / tau).view_as(noise)
 
     def _noise(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(G' - G'') / tau`` and the generator state it was drawn from.
+        """``(G' - G'') / tau`` (see :meth:`_logistic`; the layer folds the ``1 / tau`` into :meth:`_logits`) and
+        the generator state it was drawn from."""
+        noise = self._logistic(shape, work, device)
+        return noise.div_(self.temperature), self.last_noise_state
+
+    def _logistic(self, shape: tuple[int, ...], work: torch.dtype, device: torch.device) -> torch.Tensor:
+        """``L = G' - G''`` (standard logistic), drawn as one uniform per pair.
 
         The difference of two independent Gumbel(0, 1) variates is a standard logistic variate, so it is drawn
         as one: ``L = log U - log(1 - U)`` for a single ``U ~ Uniform(0, 1)`` per pair, from the generator
         (its state recorded first). Same distribution as drawing ``G'`` and ``G''`` separately (tested), at half
         the random numbers: on CPU the draw is serial and was the largest elementwise cost of a layer. ``logit``
-        runs in place (``1 - U >= eps`` since ``U < 1``), so the draw is the only buffer.
+        runs in place with ``U`` clamped to ``[tiny, 1 - tiny]`` (the upper bound is no bound: ``U < 1``), so the
+        draw is the only buffer.
         """
-        state = self.last_noise_state = self.generator.get_state()
-        tiny = torch.finfo(work).tiny
+        self.last_noise_state = self.generator.get_state()
         u = torch.rand(shape, generator=self.generator, dtype=work, device=self.generator.device)
-        noise = u.clamp_(min=tiny).logit_().div_(self.temperature)
-        return noise.to(device), state
+        return u.logit_(eps=torch.finfo(work).tiny).to(device)
 
     def _probability(self, logits: torch.Tensor, real: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         """Mean selection probability over real pairs, from the policy scores ``logits = E``:

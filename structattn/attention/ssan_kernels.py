@@ -26,6 +26,8 @@ _LOG_GRAD_CAP = 30.0
 _BLOCK_ELEMENTS = 1 << 18
 #: Query rows per block (enough rows per block that ``k`` and ``v`` are re-read rarely).
 _BLOCK_ROWS = 64
+#: Largest (n, n) done as one block per head (whole query rows).
+_WHOLE_ROWS = 1 << 20
 
 
 class SelectiveAttention(torch.autograd.Function):
@@ -70,7 +72,7 @@ class SelectiveAttention(torch.autograd.Function):
         grad_z = torch.empty_like(z) if ctx.needs_input_grad[0] else None
         z3 = grad_z.flatten(0, 1) if grad_z is not None else None
 
-        def store(heads: slice, rows: slice, dz: torch.Tensor) -> None:
+        def store(heads: slice, rows: slice, dz: torch.Tensor, _partial: bool) -> None:
             z3[heads, rows] = dz
 
         grads = _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, store if z3 is not None else None)
@@ -79,8 +81,8 @@ class SelectiveAttention(torch.autograd.Function):
 
 class PolicySelectiveAttention(torch.autograd.Function):
     """:class:`SelectiveAttention` with the policy product fused in: the policy logits are
-    ``z = pq pk^T + noise`` (``pq`` already divided by tau; ``z`` given, computed by the caller without a graph),
-    and backward returns ``d pq = dz pk`` and ``d pk = dz^T pq`` block by block, so that no ``(b, h, n, n)``
+    ``z = scale pq pk^T (+ noise)`` (``scale = 1 / tau``; ``z`` given, computed by the caller without a graph),
+    and backward returns ``d pq = scale dz pk`` and ``d pk = scale dz^T pq`` block by block, so that no ``(b, h, n, n)``
     gradient is ever formed.
 
     Shapes:
@@ -89,11 +91,11 @@ class PolicySelectiveAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z, pq, pk, q, k, v, bias, key_real, query_real, soft: bool, threshold: float, want_weights: bool):  # type: ignore[override]
+    def forward(ctx, z, pq, pk, scale: float, q, k, v, bias, key_real, query_real, soft: bool, threshold: float, want_weights: bool):  # type: ignore[override]
         out, w, lse, selected = _forward(z, q, k, v, bias, key_real, query_real, soft, threshold, want_weights)
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(z, pq, pk, q, k, v, bias, key_real, out, lse)
-        ctx.options = (soft, threshold)
+        ctx.options, ctx.scale, ctx.offset = (soft, threshold), scale, 1
         ctx.mark_non_differentiable(selected)
         if w is None:
             return out, selected
@@ -104,26 +106,43 @@ class PolicySelectiveAttention(torch.autograd.Function):
         z, pq, pk, q, k, v, bias, key_real, out, lse = ctx.saved_tensors
         need_policy = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         pq3, pk3 = pq.flatten(0, 1), pk.flatten(0, 1)
-        grad_pq, grad_pk = torch.zeros_like(pq3), torch.zeros_like(pk3)
+        whole = _rows(pq.shape[2]) == pq.shape[2]
+        grad_pq, grad_pk = torch.empty_like(pq3), (torch.empty_like if whole else torch.zeros_like)(pk3)
 
-        def accumulate(heads: slice, rows: slice, dz: torch.Tensor) -> None:  # dz: (heads, rows, n)
-            grad_pq[heads, rows] = torch.bmm(dz, pk3[heads])
-            grad_pk[heads].baddbmm_(dz.transpose(1, 2), pq3[heads, rows])
+        def accumulate(heads: slice, rows: slice, dz: torch.Tensor, partial: bool) -> None:  # dz: (heads, rows, n)
+            _product(grad_pq[heads, rows], dz, pk3[heads], False, ctx.scale)
+            _product(grad_pk[heads], dz.transpose(1, 2), pq3[heads, rows], partial, ctx.scale)
 
         grads = _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, accumulate if need_policy else None)
         policy = (grad_pq.view_as(pq), grad_pk.view_as(pk)) if need_policy else (None, None)
-        return None, *policy, *grads, None, None, None, None, None
+        return None, *policy, None, *grads, None, None, None, None, None
 
 
 def _blocks(b: int, h: int, n: int):
-    """``(heads, rows)`` slices over the flattened ``b h`` axis and the query axis, heads outer. A heads slice
-    lies inside one batch element or covers whole ones (so that broadcast operands can be sliced, see _View)."""
-    rows = min(n, _BLOCK_ROWS)
+    """``(heads, rows)`` slices over the flattened ``b h`` axis and the query axis, heads outer. Whole rows while
+    a head's (n, n) fits :data:`_WHOLE_ROWS` (then every block is contiguous and nothing is accumulated);
+    a heads slice lies inside one batch element or covers whole ones (so that broadcast operands can be
+    sliced, see _View)."""
+    rows = _rows(n)
     target = max(1, _BLOCK_ELEMENTS // (rows * n))
     heads = min(b, target // h) * h if target >= h else max(c for c in range(1, h + 1) if h % c == 0 and c <= target)
     for h0 in range(0, b * h, heads):
         for r0 in range(0, n, rows):
             yield slice(h0, h0 + heads), slice(r0, min(n, r0 + rows))
+
+
+def _rows(n: int) -> int:
+    return n if n * n <= _WHOLE_ROWS else min(n, _BLOCK_ROWS)
+
+
+def _product(target: torch.Tensor, a: torch.Tensor, b: torch.Tensor, accumulate: bool, alpha: float = 1.0) -> None:
+    """``target (+)= alpha a @ b`` in place (batched)."""
+    if accumulate:
+        target.baddbmm_(a, b, alpha=alpha)
+    elif alpha != 1.0:
+        torch.baddbmm(target, a, b, beta=0.0, alpha=alpha, out=target)
+    else:
+        torch.bmm(a, b, out=target)
 
 
 class _View:
@@ -161,7 +180,7 @@ class _View:
 
     def selection(self, p: torch.Tensor, heads: slice, rows: slice, soft: bool, threshold: float) -> torch.Tensor:
         """``p > threshold`` as 0/1 floats, or ``p`` (soft), zero on padding keys: (heads, rows, n)."""
-        sel = p.clone() if soft else torch.gt(p, threshold).to(p.dtype)
+        sel = p.clone() if soft else torch.gt(p, threshold, out=torch.empty_like(p))  # float 0/1: no bool copy
         if self.key_f is not None:
             self.as4(sel).mul_(self.part(self.key_f, heads, rows))
         return sel
@@ -192,7 +211,7 @@ def _forward(z, q, k, v, bias, key_real, query_real, soft: bool, threshold: floa
         alive = (total > 0).logical_and_(query_f[heads, rows] > 0)
         lse[heads, rows] = torch.where(alive, m + torch.log(torch.where(alive, total, 1.0)), math.inf)
         w.mul_(torch.where(alive, 1.0 / torch.where(alive, total, 1.0), 0.0))
-        out[heads, rows] = torch.bmm(w, v3[heads])
+        torch.bmm(w, v3[heads], out=out[heads, rows])
         if weights is not None:
             weights[heads, rows] = w
     shape = (b, h, n, n)
@@ -204,7 +223,8 @@ def _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, on_gr
     soft, threshold = ctx.options
     b, h, n, d = q.shape
     needs = ctx.needs_input_grad
-    i_q, i_bias = (3, 6)
+    i_q = 3 + getattr(ctx, "offset", 0)  # PolicySelectiveAttention has one more input (the scale) before q
+    i_bias = i_q + 3
     need_q, need_k, need_v, need_bias = needs[i_q], needs[i_q + 1], needs[i_q + 2], needs[i_bias]
     if grad_out is None:
         grad_out = torch.zeros_like(out)
@@ -213,7 +233,8 @@ def _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, on_gr
     q3, k3, v3, z3, go3 = (t.flatten(0, 1) for t in (q, k, v, z, grad_out))
     gw3 = None if grad_w is None else grad_w.flatten(0, 1)
     delta_all = (go3 * out.flatten(0, 1)).sum(-1, keepdim=True) if gw3 is None else None
-    dq, dk, dv = torch.zeros_like(q3), torch.zeros_like(k3), torch.zeros_like(v3)
+    whole = _rows(n) == n  # one block per key range: dk, dv are written once, not accumulated
+    dq, (dk, dv) = torch.empty_like(q3), ((torch.empty_like if whole else torch.zeros_like)(t) for t in (k3, v3))
     dbias = None if bias is None or not need_bias else torch.zeros(b * h, n, n, dtype=q.dtype, device=q.device)
     for heads, rows in _blocks(b, h, n):
         e = view.scores(q3, k3, heads, rows).sub_(lse[heads, rows]).clamp_(max=_LOG_GRAD_CAP).exp_()  # exp(s - lse)
@@ -226,16 +247,16 @@ def _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, on_gr
             delta = delta_all[heads, rows]
         t = dw.sub_(delta)
         if need_v:
-            dv[heads].baddbmm_(w.transpose(1, 2), go3[heads, rows])
+            _product(dv[heads], w.transpose(1, 2), go3[heads, rows], not whole)
         ds = w.mul_(t)
         if need_q:
-            dq[heads, rows] = torch.bmm(ds, k3[heads])
+            torch.bmm(ds, k3[heads], out=dq[heads, rows])
         if need_k:
-            dk[heads].baddbmm_(ds.transpose(1, 2), q3[heads, rows])
+            _product(dk[heads], ds.transpose(1, 2), q3[heads, rows], not whole)
         if dbias is not None:
             dbias[heads, rows] = ds
         if on_grad_z is not None:
-            on_grad_z(heads, rows, t.mul_(e).mul_(p.addcmul_(p, p, value=-1.0)))
+            on_grad_z(heads, rows, t.mul_(e).mul_(p.addcmul_(p, p, value=-1.0)), not whole)
     grad_bias = None if dbias is None else dbias.view(b, h, n, n).sum_to_size(bias.shape)
     return (dq.view_as(q) if need_q else None, dk.view_as(k) if need_k else None,
             dv.view_as(v) if need_v else None, grad_bias)

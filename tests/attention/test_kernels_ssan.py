@@ -20,6 +20,7 @@ LENGTHS = [13, 9]  # n = 13: blocks of 4 rows leave a ragged last block
 def small_blocks(monkeypatch, request):
     """Blocks of 4 query rows and 1 head (room for 2: 3 heads have no divisor 2) or 3 heads (a batch element)."""
     monkeypatch.setattr(ssan_kernels, "_BLOCK_ROWS", 4)
+    monkeypatch.setattr(ssan_kernels, "_WHOLE_ROWS", 0)
     monkeypatch.setattr(ssan_kernels, "_BLOCK_ELEMENTS", request.param * 4 * 13)
 
 
@@ -33,6 +34,7 @@ def inputs(seed: int):
 
 def test_blocks_tile_heads_within_or_across_batch_elements(monkeypatch):
     monkeypatch.setattr(ssan_kernels, "_BLOCK_ROWS", 4)
+    monkeypatch.setattr(ssan_kernels, "_WHOLE_ROWS", 0)
     for elements, heads in [(4 * 10, 1), (2 * 4 * 10, 1), (3 * 4 * 10, 3), (7 * 4 * 10, 6), (99 * 4 * 10, 6)]:
         monkeypatch.setattr(ssan_kernels, "_BLOCK_ELEMENTS", elements)
         blocks = list(ssan_kernels._blocks(2, 3, 10))
@@ -82,13 +84,14 @@ def test_policy_kernel_equals_the_energy_kernel_and_one_block(monkeypatch, soft)
     noise = torch.randn(B, H, 13, 13, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     probe = torch.randn(B, H, 13, D, dtype=torch.float64)
     leaves = [pq, pk, q, k, v, bias]
-    energy = pq @ pk.transpose(-1, -2)
+    energy = 0.7 * pq @ pk.transpose(-1, -2)  # the policy scale 1 / tau = 0.7
     out, w, count = SelectiveAttention.apply(energy, noise.clone(), None, q, k, v, bias, key_real, query_real, soft, 0.5)
     want = torch.autograd.grad((out * probe).sum(), leaves)
     monkeypatch.setattr(ssan_kernels, "_BLOCK_ROWS", 3)
+    monkeypatch.setattr(ssan_kernels, "_WHOLE_ROWS", 0)
     monkeypatch.setattr(ssan_kernels, "_BLOCK_ELEMENTS", 3 * 13)
     z = noise + energy.detach()
-    out2, count2, w2 = PolicySelectiveAttention.apply(z, pq, pk, q, k, v, bias, key_real, query_real, soft, 0.5, True)
+    out2, count2, w2 = PolicySelectiveAttention.apply(z, pq, pk, 0.7, q, k, v, bias, key_real, query_real, soft, 0.5, True)
     got = torch.autograd.grad((out2 * probe).sum(), leaves)
     torch.testing.assert_close(out2, out)
     torch.testing.assert_close(w2, w)
@@ -102,7 +105,7 @@ def test_no_weights_requested_returns_two_outputs_and_same_gradients(small_block
     (pq, pk, q, k, v, bias), key_real, query_real = kernel_inputs(4)
     z = (pq @ pk.transpose(-1, -2)).detach()
     leaves = [pq, pk, q, k, v, bias]
-    results = [PolicySelectiveAttention.apply(z, pq, pk, q, k, v, bias, key_real, query_real, False, 0.4, want) for want in (False, True)]
+    results = [PolicySelectiveAttention.apply(z, pq, pk, 1.0, q, k, v, bias, key_real, query_real, False, 0.4, want) for want in (False, True)]
     assert len(results[0]) == 2 and len(results[1]) == 3
     grads = [torch.autograd.grad(r[0].square().sum(), leaves) for r in results]
     for a, b_ in zip(*grads):
