@@ -34,7 +34,7 @@ PASS_THROUGH = {
     "parse": ("structattn.structures.annotators.commands", "parse raw text with spaCy or stanza (see `structattn parse --help`)"),
     "translate": ("structattn.experiments.translate_command", "translate a file with a trained translation model (see `structattn translate --help`)"),
     "pretrain": ("structattn.hf.pretrain_command", "MLM-pretrain a small BERT offline on text or a treebank (see `structattn pretrain --help`)"),
-    "probe": ("structattn.experiments.probe_command", "structural probes and attention trees per layer of an HF model (see `structattn probe --help`)"),
+    "probe": ("structattn.experiments.probe_command", "structural probes and attention trees per layer of an HF model or a structattn checkpoint (see `structattn probe --help`)"),
 }
 
 
