@@ -2,7 +2,7 @@
 
 from structattn.encoders.batch import Batch
 from structattn.encoders.builder import build_encoder
-from structattn.encoders.calls import CallSpec, parse_call
+from structattn.calls import CallSpec, parse_call
 from structattn.encoders.config import EncoderConfig
 from structattn.encoders.encoder import Encoder, EncoderOutput
 from structattn.encoders.heads import HEAD_KINDS, PairScorer, SentenceClassifier, TokenTagger, make_head

@@ -20,7 +20,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from structattn.encoders.calls import call_from_node
+from structattn.calls import call_from_node
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from structattn.encoders.batch import Batch
-from structattn.encoders.calls import parse_call
+from structattn.calls import parse_call
 from structattn.encoders.encoder import EncoderOutput
 from structattn.encoders.heads import make_head
 from structattn.encoders.plan import parse_plan

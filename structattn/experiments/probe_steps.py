@@ -41,7 +41,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from structattn.encoders.batch import Batch
-from structattn.encoders.calls import parse_call
+from structattn.calls import parse_call
 from structattn.encoders.model import TaskModel
 from structattn.probes import structural, tree_induction
 from structattn.registry import Registry

@@ -1,5 +1,8 @@
 """Call-like specs: ``"window(radius=3)"``, ``"soft_bias(dependency, max_distance=8)"``, ``"full"``.
 
+This module sits at the bottom of the package (it imports nothing of structattn), so every layer may parse
+specs: providers, tasks, attention plans and probe steps all use it.
+
 Configs name providers, tasks and attention variants with the syntax of a Python call whose arguments are
 literals (or bare identifiers for a structure name), parsed with :mod:`ast` (never evaluated).
 """
