@@ -38,8 +38,8 @@ class SelectiveAttention(torch.autograd.Function):
 
     Forward: ``s = q k^T (+ bias)`` (``q`` already scaled by ``1 / sqrt(d)``); ``z = energy + noise`` (the noise
     buffer is overwritten with ``z``) or ``z = energy``; ``p = sigmoid(z)``; ``sel = p > threshold`` (exactly
-    0/1, decided as ``z > logit(threshold)``) or ``sel = p`` (soft), zero on padding keys; ``w = sel * exp(s - lse_sel)`` with ``lse_sel`` the
-    log-sum-exp of the selected scores (weighted by ``sel``), computed with the largest real score as the shift
+    0/1, decided as ``z > logit(threshold)``) or ``sel = p`` (soft), zero on padding keys;
+    ``w = sel * exp(s - lse_sel)`` with ``lse_sel`` the log-sum-exp of the selected scores (weighted by ``sel``), computed with the largest real score as the shift
     (or, should every selected term of a row underflow, the largest selected one); ``out = w @ v``. Rows of
     padded queries and rows with nothing selected have ``lse_sel = +inf``: zero weights, no gradient.
 
@@ -50,7 +50,8 @@ class SelectiveAttention(torch.autograd.Function):
     every selected one reach it). Kept for backward: ``z`` and the per-row ``lse_sel``.
 
     Shapes:
-        energy, noise: (b, h, n, n); scratch: unused (kept for the call signature);
+        energy, noise: (b, h, n, n); scratch: unused (kept for the call signature: the kernel needs no
+        second buffer any more);
         q, k, v: (b, h, n, d); bias: broadcastable to (b, h, n, n) or None;
         key_real: (b, 1, 1, n); query_real: (b, 1, n, 1). Returns out (b, h, n, d), w (b, h, n, n) and the
         number of (real query, real key) pairs above the threshold (a 0-d tensor).
@@ -82,12 +83,12 @@ class SelectiveAttention(torch.autograd.Function):
 class PolicySelectiveAttention(torch.autograd.Function):
     """:class:`SelectiveAttention` with the policy product fused in: the policy logits are
     ``z = scale pq pk^T (+ noise)`` (``scale = 1 / tau``; ``z`` given, computed by the caller without a graph),
-    and backward returns ``d pq = scale dz pk`` and ``d pk = scale dz^T pq`` block by block, so that no ``(b, h, n, n)``
-    gradient is ever formed.
+    and backward returns ``d pq = scale dz pk`` and ``d pk = scale dz^T pq`` block by block, so that no
+    ``(b, h, n, n)`` gradient is ever formed.
 
     Shapes:
         z: (b, h, n, n); pq, pk, q, k, v: (b, h, n, d); the rest as :class:`SelectiveAttention`.
-        Returns out (b, h, n, d), w (b, h, n, n) or None (``want_weights=False``) and the selected count.
+        Returns out (b, h, n, d), the selected count (0-d) and, with ``want_weights``, w (b, h, n, n).
     """
 
     @staticmethod
@@ -95,7 +96,7 @@ class PolicySelectiveAttention(torch.autograd.Function):
         out, w, lse, selected = _forward(z, q, k, v, bias, key_real, query_real, soft, threshold, want_weights)
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(z, pq, pk, q, k, v, bias, key_real, out, lse)
-        ctx.options, ctx.scale, ctx.offset = (soft, threshold), scale, 1
+        ctx.options, ctx.scale = (soft, threshold), scale
         ctx.mark_non_differentiable(selected)
         if w is None:
             return out, selected
@@ -113,7 +114,7 @@ class PolicySelectiveAttention(torch.autograd.Function):
             _product(grad_pq[heads, rows], dz, pk3[heads], False, ctx.scale)
             _product(grad_pk[heads], dz.transpose(1, 2), pq3[heads, rows], partial, ctx.scale)
 
-        grads = _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, accumulate if need_policy else None)
+        grads = _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, accumulate if need_policy else None, 4)
         policy = (grad_pq.view_as(pq), grad_pk.view_as(pk)) if need_policy else (None, None)
         return None, *policy, None, *grads, None, None, None, None, None
 
@@ -224,14 +225,14 @@ def _forward(z, q, k, v, bias, key_real, query_real, soft: bool, threshold: floa
     return out.view_as(v), None if weights is None else weights.view(shape), lse, count
 
 
-def _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, on_grad_z: Callable | None):
-    """``(dq, dk, dv, dbias)``, recomputing each block; the block's ``dz`` goes to ``on_grad_z(heads, rows, dz)``."""
+def _backward(ctx, z, q, k, v, bias, key_real, out, lse, grad_out, grad_w, on_grad_z: Callable | None, i_q: int = 3):
+    """``(dq, dk, dv, dbias)``, recomputing each block; the block's ``dz`` goes to
+    ``on_grad_z(heads, rows, dz, partial)``. ``i_q``: the index of ``q`` among the function's inputs (``k``,
+    ``v``, ``bias`` follow it)."""
     soft, threshold = ctx.options
     b, h, n, d = q.shape
     needs = ctx.needs_input_grad
-    i_q = 3 + getattr(ctx, "offset", 0)  # PolicySelectiveAttention has one more input (the scale) before q
-    i_bias = i_q + 3
-    need_q, need_k, need_v, need_bias = needs[i_q], needs[i_q + 1], needs[i_q + 2], needs[i_bias]
+    need_q, need_k, need_v, need_bias = needs[i_q : i_q + 4]
     if grad_out is None:
         grad_out = torch.zeros_like(out)
     key_f = key_real.to(q.dtype) if not bool(key_real.all()) else None
