@@ -32,9 +32,9 @@ from structattn.progress import progress_disabled
 PASS_THROUGH = {
     "structures": ("structattn.structures.commands", "structures: demo and cache precompute (see `structattn structures --help`)"),
     "parse": ("structattn.structures.annotators.commands", "parse raw text with spaCy or stanza (see `structattn parse --help`)"),
-    "translate": ("structattn.experiments.translate_command", "translate a file with a trained translation model (see `structattn translate --help`)"),
+    "translate": ("structattn.experiments.translate_cli", "translate a file with a trained translation model (see `structattn translate --help`)"),
     "pretrain": ("structattn.hf.pretrain_command", "MLM-pretrain a small BERT offline on text or a treebank (see `structattn pretrain --help`)"),
-    "probe": ("structattn.experiments.probe_command", "structural probes and attention trees per layer of an HF model or a structattn checkpoint (see `structattn probe --help`)"),
+    "probe": ("structattn.experiments.probe_cli", "structural probes and attention trees per layer of an HF model or a structattn checkpoint (see `structattn probe --help`)"),
 }
 
 

@@ -1,37 +1,28 @@
-"""Experiments: single runs, declarative comparisons (sharded and merged), results tables and plots."""
+"""Experiments: single runs, declarative comparisons (sharded and merged), results tables and plots.
 
-from structattn.experiments.compare import Comparison, report, run_comparison, train_one
-from structattn.experiments.results import csv_text, markdown_text, write_tables
-from structattn.experiments.run import (
-    PreparedData,
-    RunSpec,
-    Setup,
-    build_model,
-    evaluate_checkpoint,
-    execute,
-    make_providers,
-    make_task,
-    prepare_data,
-)
-from structattn.experiments.shards import merge, parse_shard
+The names are imported on first use, so that a command's argument parser in this package (``structattn
+probe --help``, ``structattn translate --help``) does not import torch.
+"""
 
-__all__ = [
-    "Comparison",
-    "PreparedData",
-    "RunSpec",
-    "Setup",
-    "build_model",
-    "csv_text",
-    "evaluate_checkpoint",
-    "execute",
-    "make_providers",
-    "make_task",
-    "markdown_text",
-    "merge",
-    "parse_shard",
-    "prepare_data",
-    "report",
-    "run_comparison",
-    "train_one",
-    "write_tables",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from structattn._lazy import lazy_names
+
+_NAMES = {
+    "Comparison": "compare", "report": "compare", "run_comparison": "compare", "train_one": "compare",
+    "csv_text": "results", "markdown_text": "results", "write_tables": "results",
+    "PreparedData": "run", "RunSpec": "run", "Setup": "run", "build_model": "run", "evaluate_checkpoint": "run",
+    "execute": "run", "make_providers": "run", "make_task": "run", "prepare_data": "run",
+    "merge": "shards", "parse_shard": "shards",
+}
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)
+
+if TYPE_CHECKING:  # static checkers see the eager imports
+    from structattn.experiments.compare import Comparison, report, run_comparison, train_one
+    from structattn.experiments.results import csv_text, markdown_text, write_tables
+    from structattn.experiments.run import (PreparedData, RunSpec, Setup, build_model, evaluate_checkpoint, execute,
+                                            make_providers, make_task, prepare_data)
+    from structattn.experiments.shards import merge, parse_shard

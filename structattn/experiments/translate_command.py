@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from structattn import plugins
+from structattn.experiments.translate_cli import build_parser
 from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
@@ -100,21 +101,13 @@ def encode(sentences: Sequence[Sentence], vocab: Vocab, providers: dict[str, Str
     return [PairExample(ids, structures, [], s.id) for (ids, _, structures), s in zip(encoded, sentences)]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="structattn translate", description=__doc__.split("\n\n")[1])
-    p.add_argument("checkpoint", help="best.pt or last.pt of a translation run")
-    p.add_argument("input", help="raw text (one sentence per line) or CoNLL-U")
-    p.add_argument("--out", required=True, help="output file, one translation per line")
-    p.add_argument("--beam", type=int, default=None, help="beam size (default: the model's; 1: greedy)")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default 32)")
-    p.add_argument("--format", choices=("auto", "text", "conllu"), default="auto", help="input format (auto: by suffix)")
-    p.add_argument("--parser", default=None, help="spaCy model parsing raw text (default: the one recorded with the model)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (also when $CI is set)")
-    return p
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """``structattn translate`` (the console entry parses first in :mod:`structattn.experiments.translate_cli`)."""
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Translate the input named by parsed ``args``."""
     if args.beam is not None and args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
     loaded = load_translator(args.checkpoint)

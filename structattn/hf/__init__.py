@@ -3,14 +3,29 @@
 ``attach(model, plan)`` puts variants into chosen layers through ``transformers.AttentionInterface``;
 ``StructureCollator`` turns sentences into the tokenizer's batch plus token-aligned structures;
 ``from_pretrained`` rebuilds a saved attached model; ``pretrain_mlm`` trains a small BERT offline.
+The names are imported on first use, so ``structattn pretrain --help`` does not import transformers.
 """
 
-from structattn.hf.attach import attach, attached_layers
-from structattn.hf.collator import Encoded, StructureCollator
-from structattn.hf.families import supported_families
-from structattn.hf.interface import structures
-from structattn.hf.loading import from_pretrained
-from structattn.hf.tokenizer import train_wordpiece
+from __future__ import annotations
 
-__all__ = ["Encoded", "StructureCollator", "attach", "attached_layers", "from_pretrained", "structures",
-           "supported_families", "train_wordpiece"]
+from typing import TYPE_CHECKING
+
+from structattn._lazy import lazy_names
+
+_NAMES = {
+    "attach": "attach", "attached_layers": "attach", "Encoded": "collator", "StructureCollator": "collator",
+    "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
+    "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
+}
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)
+
+if TYPE_CHECKING:  # static checkers see the eager imports
+    from structattn.hf.attach import attach, attached_layers
+    from structattn.hf.collator import Encoded, StructureCollator
+    from structattn.hf.families import supported_families
+    from structattn.hf.interface import structures
+    from structattn.hf.loading import from_pretrained
+    from structattn.hf.pretrain import pretrain_mlm
+    from structattn.hf.pretrain_config import PretrainConfig
+    from structattn.hf.tokenizer import train_wordpiece

@@ -31,9 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from structattn.hf.pretrain import PretrainConfig, pretrain_mlm
+    args = build_parser().parse_args(argv)  # before the heavy imports: --help answers at once
+    from structattn.hf.pretrain import pretrain_mlm
+    from structattn.hf.pretrain_config import PretrainConfig
 
-    args = build_parser().parse_args(argv)
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _defaults() -> dict[str, object]:
     from dataclasses import fields
 
-    from structattn.hf.pretrain import PretrainConfig
+    from structattn.hf.pretrain_config import PretrainConfig
 
     return {f.name: f.default for f in fields(PretrainConfig)}
 
