@@ -58,6 +58,7 @@ from torch import nn
 from structattn.attention import attention_names, get_attention
 from structattn.structures import Sentence, get_provider
 from structattn.structures.window_math import band_distance
+from structattn.testing.inputs import random_heads
 
 ZOO_SIZES, ZOO_QUICK = (64, 128, 256, 512, 1024), (64, 128)
 LONG_SIZES, LONG_QUICK = (512, 1024, 2048, 4096, 8192, 16384), (512, 1024, 2048)
@@ -80,15 +81,6 @@ class Spec:
 
 
 # ---------------------------------------------------------------- inputs
-
-def random_heads(n: int, gen: torch.Generator) -> list[int]:
-    """Random recursive tree: token ``order[k]`` hangs under ``order[uniform(0, k)]`` (depth ~ e ln n)."""
-    order = torch.randperm(n, generator=gen).tolist()
-    heads = [-1] * n
-    for k in range(1, n):
-        heads[order[k]] = order[int(torch.randint(k, (1,), generator=gen))]
-    return heads
-
 
 def structure_for(name: str, b: int, n: int, gen: torch.Generator):
     if name in ("local_global", "dense"):

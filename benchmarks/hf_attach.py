@@ -20,26 +20,17 @@ from __future__ import annotations
 import argparse
 import copy
 import platform
-import time
 from collections.abc import Callable
 
 import torch
 
+from _timing import CLOCKS, best_pair
 from structattn.hf import attach
 from structattn.structures import Sentence, get_provider
+from structattn.testing.inputs import random_heads
 
 PLANS = {"soft_bias": "soft_bias(dependency)", "hard_mask": "hard_mask(dependency, radius=2)"}
 GOAL = {"soft_bias": 1.15}
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def random_heads(n: int, gen: torch.Generator) -> list[int]:
-    """A random recursive tree: token t hangs under a uniformly chosen earlier token (shuffled positions)."""
-    order = torch.randperm(n, generator=gen).tolist()
-    heads = [-1] * n
-    for t in range(1, n):
-        heads[order[t]] = order[int(torch.randint(t, (1,), generator=gen))]
-    return heads
 
 
 def make_inputs(b: int, n: int, vocab: int, gen: torch.Generator) -> dict:
@@ -70,17 +61,6 @@ def step(model, batch: dict) -> Callable[[], None]:
         model(**inputs).last_hidden_state.square().mean().backward()
 
     return run
-
-
-def best_pair(base: Callable[[], None], other: Callable[[], None], rounds: int, clock) -> tuple[float, float]:
-    def timed(fn: Callable[[], None]) -> float:
-        start = clock()
-        fn()
-        return clock() - start
-
-    timed(base), timed(other)  # warm-up
-    pairs = [(timed(base), timed(other)) for _ in range(rounds)]
-    return min(p[0] for p in pairs), min(p[1] for p in pairs)
 
 
 def run(threads: int, clock_name: str, quick: bool, rounds: int) -> list[dict]:
