@@ -106,9 +106,13 @@ class DistanceProbe(StructuralProbe):
     """
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        # ||t_i - t_j||^2 = ||t_i||^2 + ||t_j||^2 - 2 t_i . t_j: one batched matmul instead of a (b, n, n, r)
+        # difference tensor (r times less memory); clamped at 0 against rounding, diagonal exactly 0.
         t = self.transform(hidden)  # (b, n, r)
-        diff = t[:, :, None, :] - t[:, None, :, :]  # (b, n, n, r)
-        return diff.pow(2).sum(-1)
+        sq = t.pow(2).sum(-1)  # (b, n)
+        dist = (sq[:, :, None] + sq[:, None, :] - 2 * einsum(t, t, "b i r, b j r -> b i j")).clamp_min(0)
+        eye = torch.eye(t.shape[1], dtype=torch.bool, device=t.device)
+        return dist.masked_fill(eye, 0.0)
 
     def targets(self, sentences: Sequence[Sentence], n: int) -> torch.Tensor:
         return gold_distances(sentences, n)
@@ -222,6 +226,7 @@ def fit_probe(
     probe.reset_parameters(generator)
     hidden, token_mask = hidden.detach(), token_mask.bool()
     target = probe.targets(gold, hidden.shape[1]).to(hidden.device)
+    lengths = token_mask.sum(-1).cpu()
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
     history: list[float] = []
     bar = tqdm(range(epochs), desc=f"fit {type(probe).__name__}", disable=not progress, leave=False)
@@ -229,7 +234,10 @@ def fit_probe(
         total = 0.0
         for chunk in torch.randperm(len(gold), generator=generator).split(batch_size):
             chunk = chunk.to(hidden.device)
-            loss = probe.loss(probe(hidden[chunk]), target[chunk], token_mask[chunk])
+            # crop the minibatch to its longest sentence: the padding beyond it is masked out of the loss
+            n = int(lengths[chunk].max())
+            crop = (slice(None),) + (slice(0, n),) * (target.dim() - 1)
+            loss = probe.loss(probe(hidden[chunk, :n]), target[chunk][crop], token_mask[chunk, :n])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
