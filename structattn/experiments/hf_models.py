@@ -142,6 +142,11 @@ class HFVocab:
     def pieces(self, word: str) -> list[str]:
         return self.tokenizer.tokenize(word)
 
+    def token_labels(self, input_ids: list[int]) -> list[str]:
+        """The token of every id, special tokens ([CLS], [SEP], <s> ...) included: labels for the
+        attention heatmap, one per row of the model's attention."""
+        return self.tokenizer.convert_ids_to_tokens(list(input_ids))
+
     @property
     def itos(self) -> list[str]:
         return self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))

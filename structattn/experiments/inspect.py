@@ -52,7 +52,11 @@ def heatmap_record(model: TaskModel, data: "PreparedData", examples: Sequence[Ex
     _, out = model.run(batch, return_weights=True)
     layers = [w[0].float().mean(0).cpu() for w in out.attentions]  # (n, n) each
     inputs = data.task.inputs(item)
-    tokens = [p for w in inputs for p in data.vocab.pieces(w)] if example.word_ids is not None else inputs
+    labels = getattr(data.vocab, "token_labels", None)  # a vocabulary whose ids include special tokens
+    if labels is not None:
+        tokens = labels(example.input_ids)
+    else:
+        tokens = [p for w in inputs for p in data.vocab.pieces(w)] if example.word_ids is not None else inputs
     gold, source = _gold(item, example)
     pairs = [] if gold is None else [[i, j] for i, j in torch.nonzero(gold).tolist() if i != j]
     return {"id": item.id, "tokens": tokens, "layers": [[[round(x, 4) for x in row] for row in w.tolist()] for w in layers],

@@ -23,6 +23,10 @@ def test_hf_settings_train_beside_a_plan(tmp_path):
     for r in records:
         assert 0 <= r["metrics"]["test_accuracy"] <= 1 and r["steps"] == 4
     assert records[1]["bias"] == [] and [b["layer"] for b in records[2]["bias"]] == [0]
+    for r in records[1:]:  # the heatmap labels every row of the attention, the special tokens included
+        heat = r["heatmap"]
+        assert len(heat["tokens"]) == len(heat["layers"][0])
+        assert heat["tokens"][0] == "[CLS]" and heat["tokens"][-1] == "[SEP]"
     assert "bert+soft_bias" in (tmp_path / "out" / "results.md").read_text()
 
 
