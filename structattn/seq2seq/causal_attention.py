@@ -35,16 +35,13 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         q, k, v = rearrange(self.qkv(x), "b i (three h d) -> three b h i d", three=3, h=self.num_heads)
-        past = 0
+        past = 0 if cache is None or cache.self_k is None else cache.self_k.shape[2]
         if cache is not None:
-            if cache.self_k is not None:
-                past = cache.self_k.shape[2]
-                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
-            cache.self_k, cache.self_v = k, v
+            k, v = cache.append(k, v)
         drop = self.dropout if self.training else 0.0
         new = q.shape[2]
-        if past == 0:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=new > 1, dropout_p=drop)
+        if past == 0 or new == 1:  # causal among the new tokens alone, or one query that sees every key
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0 and new > 1, dropout_p=drop)
         else:  # query i sits at position past + i and may see keys 0..past + i
             allowed = torch.ones(new, past + new, dtype=torch.bool, device=x.device).tril(diagonal=past)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=drop)

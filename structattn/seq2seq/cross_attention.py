@@ -13,7 +13,10 @@ from structattn.seq2seq.cache import LayerCache
 class CrossAttention(nn.Module):
     """Full attention of every target token over the real (unpadded) source tokens.
 
-    The memory's keys and values are projected once per source and kept in the cache while decoding.
+    The memory's keys and values are projected once per source and kept in the cache while decoding. The target
+    rows may outnumber the memory rows: ``B = M * g`` hypotheses in groups of ``g`` consecutive rows per source
+    (beam search). Each group then attends as ``g`` queries of one sentence (``(M g) h i d -> M h (g i) d``), so the
+    memory's keys and values are neither repeated nor reordered per hypothesis.
 
     Args:
         d_model: model width.
@@ -21,8 +24,8 @@ class CrossAttention(nn.Module):
         dropout: attention-weight dropout during training.
 
     Shapes:
-        x: (b, t, d_model); memory: (b, n, d_model); memory_mask: (b, n) bool, True on real source tokens;
-        returns (b, t, d_model).
+        x: (B, t, d_model); memory: (M, n, d_model) with ``M`` dividing ``B``; memory_mask: (M, n) bool, True on
+        real source tokens; returns (B, t, d_model).
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0) -> None:
@@ -47,7 +50,11 @@ class CrossAttention(nn.Module):
             k, v = self.memory_kv(memory)
             if cache is not None:
                 cache.cross_k, cache.cross_v = k, v
-        q = rearrange(self.query(x), "b i (h d) -> b h i d", h=self.num_heads)
-        allowed = memory_mask[:, None, None, :]  # (b, 1, 1, n)
+        rows, sources = x.shape[0], k.shape[0]
+        if rows % sources:
+            raise ValueError(f"{rows} target rows cannot be split into equal groups over {sources} memory rows")
+        g = rows // sources  # hypotheses per source
+        q = rearrange(self.query(x), "(m g) i (h d) -> m h (g i) d", g=g, h=self.num_heads)
+        allowed = memory_mask[:, None, None, :]  # (M, 1, 1, n)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=self.dropout if self.training else 0.0)
-        return self.out(rearrange(out, "b h i d -> b i (h d)"))
+        return self.out(rearrange(out, "m h (g i) d -> (m g) i (h d)", g=g))

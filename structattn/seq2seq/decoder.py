@@ -23,7 +23,8 @@ class Decoder(nn.Module):
         tie_embeddings: use ``embedding.weight`` as the output projection.
 
     Shapes:
-        target_in (b, t) long; memory (b, n, d_model); memory_mask (b, n) bool; returns logits (b, t, V).
+        target_in (B, t) long; memory (M, n, d_model); memory_mask (M, n) bool; returns logits (B, t, V). ``M``
+        divides ``B``: hypothesis row ``r`` reads memory row ``r // (B / M)`` (beam search: ``M = b``, ``B = b * beam``).
         With a ``cache``, ``target_in`` holds only the new tokens, at positions ``cache.length`` onwards.
     """
 

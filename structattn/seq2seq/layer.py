@@ -21,7 +21,8 @@ class DecoderLayer(nn.Module):
         dropout: dropout on the residual branches, inside the feed-forward block and on attention weights.
 
     Shapes:
-        x: (b, t, d_model); memory (b, n, d_model); memory_mask (b, n) bool -> (b, t, d_model).
+        x: (B, t, d_model); memory (M, n, d_model); memory_mask (M, n) bool -> (B, t, d_model); ``M`` divides
+        ``B`` (groups of ``B / M`` consecutive hypotheses per source, see :class:`CrossAttention`).
     """
 
     def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float) -> None:

@@ -29,6 +29,11 @@ class Stepper(Protocol):
 class CachedStepper:
     """Incremental decoding with a key/value cache.
 
+    The encoder memory (and its cross-attention keys/values) is kept once per sentence, not per hypothesis: while
+    the hypotheses come in equal groups of consecutive rows of one sentence (what beam search keeps: ``copies``
+    rows, or one row before the first step), a reorder copies only the self-attention cache, and the memory only
+    when whole sentences leave. Any other reorder falls back to one memory row per hypothesis.
+
     Args:
         model: the translation model (put in eval mode by the caller).
         source: the source batch (b sentences).
@@ -36,10 +41,9 @@ class CachedStepper:
     """
 
     def __init__(self, model: Seq2SeqModel, source: Batch, copies: int = 1) -> None:
-        memory, memory_mask = model.encode(source)
+        self.memory, self.memory_mask = model.encode(source)  # (b, n, d_model), (b, n): once per sentence
         self.decoder = model.decoder
-        self.memory = memory.repeat_interleave(copies, dim=0)  # (b * copies, n, d_model)
-        self.memory_mask = memory_mask.repeat_interleave(copies, dim=0)
+        self.group = copies  # hypothesis rows per memory row
         self.cache = model.decoder.new_cache()
 
     def step(self, last: torch.Tensor) -> torch.Tensor:
@@ -47,9 +51,16 @@ class CachedStepper:
         return torch.log_softmax(logits[:, -1].float() if logits.dtype != torch.float64 else logits[:, -1], dim=-1)
 
     def reorder(self, index: torch.Tensor) -> None:
-        self.memory = self.memory.index_select(0, index)
-        self.memory_mask = self.memory_mask.index_select(0, index)
-        self.cache.reorder(index)
+        self.cache.reorder_target(index)
+        source = torch.div(index, self.group, rounding_mode="floor")  # (B',): the memory row of each kept row
+        keep, counts = torch.unique_consecutive(source, return_counts=True)
+        if bool((counts == counts[0]).all()):  # equal groups of consecutive rows, each reading one sentence
+            self.group = int(counts[0])
+        else:
+            keep, self.group = source, 1
+        if keep.numel() != self.memory.shape[0] or not bool((keep == torch.arange(keep.numel(), device=keep.device)).all()):
+            self.memory, self.memory_mask = self.memory.index_select(0, keep), self.memory_mask.index_select(0, keep)
+            self.cache.reorder_memory(keep)
 
 
 class RecomputeStepper:

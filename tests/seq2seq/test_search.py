@@ -111,3 +111,83 @@ def test_translate_returns_input_order_and_matches_unbatched():
     assert together == alone
     recomputed = translate_examples(model, pairs, options, batch_size=2, cached=False)
     assert recomputed == together
+
+
+def reference_beam(model, pair, max_length: int, beam: int, alpha: float) -> list[int]:
+    """Fairseq-style beam search for one sentence, written plainly: Python lists, the decoder rerun over every
+    whole prefix, every (hypothesis, token) extension scored and sorted."""
+    memory, memory_mask = model.encode(source_batch([pair]))
+    live = [(0.0, [])]  # (log-probability, tokens after <s>)
+    finished = []
+    for length in range(1, max_length + 1):
+        prefixes = torch.tensor([[BOS] + tokens for _, tokens in live])
+        logits = model.decoder(prefixes, memory.expand(len(live), -1, -1), memory_mask.expand(len(live), -1))
+        logp = torch.log_softmax(logits[:, -1], dim=-1).tolist()
+        allowed = [EOS] if length == max_length else range(len(logp[0]))
+        candidates = sorted(((score + logp[h][w], h, w) for h, (score, _) in enumerate(live) for w in allowed),
+                            key=lambda c: -c[0])[: 2 * beam]
+        finished += [(score / length_penalty(length, alpha), live[h][1])
+                     for rank, (score, h, w) in enumerate(candidates) if w == EOS and rank < beam]
+        live = [(score, live[h][1] + [w]) for score, h, w in candidates if w != EOS][:beam]
+        if len(finished) >= beam or not live:
+            break
+    return max(finished, key=lambda pair: pair[0])[1]
+
+
+def sharp_model():
+    """A tiny model whose decoder weights are scaled up: peaked, source-dependent distributions, so that beam
+    size and length penalty change the answers (the plain tiny model repeats one token)."""
+    model = tiny_model(seed=7, tie=False)
+    with torch.no_grad():
+        for weight in model.decoder.parameters():
+            if weight.dim() == 2:
+                weight.mul_(3.0)
+    return model
+
+
+def test_beam_search_equals_a_plain_reference_on_a_padded_batch():
+    model = sharp_model()
+    pairs = random_pairs(5, seed=2)  # distinct source lengths: the batch is padded
+    limits = [2 + (3 * k) % 7 for k in range(len(pairs))]
+    source = source_batch(pairs)
+    source.input_ids[~source.token_mask] = 7  # garbage ids on padding
+    seen = set()
+    for beam, alpha in [(2, 0.0), (3, 0.6), (5, 1.0), (8, 0.6)]:  # beam 8: 2 * beam > 13 target tokens
+        found = beam_search(CachedStepper(model, source, copies=beam), BOS, EOS, limits, beam=beam, alpha=alpha)
+        expected = [reference_beam(model, p, n, beam, alpha) for p, n in zip(pairs, limits)]
+        assert found == expected, (beam, alpha)
+        seen.add(tuple(map(tuple, found)))
+    assert len(seen) == 4 and len({len(h) for answers in seen for h in answers}) > 3
+
+
+def test_cached_stepper_follows_any_reorder_layout():
+    """Equal groups per sentence (memory kept once per sentence), one row per sentence, uneven groups and rows
+    mixing sentences (memory per row): every step equals recomputation."""
+    model = tiny_model()
+    source = source_batch(random_pairs(3))
+    cached, recompute = CachedStepper(model, source, copies=2), RecomputeStepper(model, source, copies=2)
+    # rows after each reorder, by sentence: [0 1 2], [0 0 1 1 2 2], [0 0 2 2], [0 2 2 2], [2 0 2 2 2], [2 2]
+    layouts = [[0, 2, 4], [0, 0, 1, 1, 2, 2], [1, 0, 5, 4], [0, 2, 2, 3], [3, 0, 1, 1, 2], [4, 0]]
+    memory_rows = [3, 3, 2, 4, 5, 2]  # once per sentence while the groups are equal, then once per row
+    last = torch.full((6,), BOS)
+    for step, (index, rows) in enumerate(zip(layouts, memory_rows)):
+        torch.testing.assert_close(cached.step(last), recompute.step(last), rtol=0, atol=1e-10)
+        cached.reorder(torch.tensor(index))
+        recompute.reorder(torch.tensor(index))
+        assert cached.memory.shape[0] == rows, step
+        last = torch.arange(len(index)) % 9 + 4 + step % 2
+    torch.testing.assert_close(cached.step(last), recompute.step(last), rtol=0, atol=1e-10)
+
+
+def test_row_topk_equals_topk():
+    from structattn.seq2seq.search import _row_topk
+
+    g = torch.Generator().manual_seed(0)
+    for width in (7, 640, 1000, 1029):  # narrow (plain topk), whole chunks, a partial last chunk
+        x = torch.randn(6, width, generator=g, dtype=torch.float64)
+        x[0, : width // 2] = -torch.inf
+        x[1, -3:] = 9.0 + torch.arange(3.0, dtype=torch.float64)  # the best values in the partial chunk
+        for k in (1, 3, min(10, width)):
+            top, index = _row_topk(x, k, chunk=16)
+            expected_top, expected_index = x.topk(k, dim=-1)
+            assert torch.equal(top, expected_top) and torch.equal(index, expected_index), (width, k)
