@@ -35,10 +35,9 @@ from structattn.encoders.heads import make_head
 from structattn.encoders.plan import parse_plan
 from structattn.hf.attach import attach, attached_layers
 from structattn.hf.collator import check_tokenization
-from structattn.hf.families import max_tokens
 from structattn.hf.interface import eager_attention
 from structattn.hf.loading import from_pretrained
-from structattn.hf.tokenizer import train_wordpiece
+from structattn.hf.tokenizer import train_wordpiece, wordpiece_from_json
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import describe_sentence
 
@@ -123,6 +122,30 @@ def encode_data(setting: str, data: Any, providers: Mapping[str, StructureProvid
     return replace(data, vocab=vocab, examples=examples)
 
 
+def evaluation_data(setting: str, task: Any, items: Mapping[str, list[Any]], split: str,
+                    providers: Mapping[str, StructureProvider], saved_tokenizer: str | None = None,
+                    quiet: bool = False) -> tuple["HFVocab", list[Any]]:
+    """The tokenizer a fine-tuned ``setting`` trained with (a ``path=`` model's own; a ``config=`` model's
+    WordPiece as stored in the checkpoint, ``saved_tokenizer``) and ``split`` encoded with it: what
+    ``structattn eval`` needs to rebuild and score an HF run."""
+    from structattn.training import encode_items
+
+    options = parse_setting(setting)
+    if "path" in options:
+        if not Path(options["path"]).is_dir():
+            raise ValueError(f"HF setting {setting!r}: the model folder {options['path']!r} it was fine-tuned from "
+                             "is gone; its tokenizer is needed to evaluate the run")
+        tokenizer = _tokenizer(options, None)
+    elif saved_tokenizer is None:
+        raise ValueError(f"HF setting {setting!r}: the checkpoint holds no tokenizer (written before tokenizers were "
+                         "stored); a retrained WordPiece would not be the same (huggingface/tokenizers#1794)")
+    else:
+        tokenizer = wordpiece_from_json(saved_tokenizer)
+        tokenizer.model_max_length = 512
+    vocab = HFVocab(tokenizer, options)
+    return vocab, encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"tokenize {split}")
+
+
 class HFVocab:
     """The HF tokenizer behind the vocabulary interface ``encode_items`` reads (``encode``, ``splitter``,
     ``pieces``, ``itos``, ``len``, ``to_dict``)."""
@@ -155,7 +178,11 @@ class HFVocab:
         return len(self.tokenizer)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"hf": self.options}
+        """The setting's options; for a ``config=`` model also its trained tokenizer (JSON), which cannot be
+        retrained identically (see :func:`structattn.hf.tokenizer.wordpiece_from_json`)."""
+        if "path" in self.options:
+            return {"hf": self.options}
+        return {"hf": self.options, "tokenizer": self.tokenizer.backend_tokenizer.to_str()}
 
 
 class HFTaskModel(nn.Module):

@@ -221,11 +221,15 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     if split not in items:
         raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
     _warn_on_changed_data(meta, items)
-    vocab = Vocab.from_dict(meta["vocab"])
     config = EncoderConfig(**meta["model"])
+    if hf_models.is_hf_setting(meta["plan"]):  # HF hook: the setting's tokenizer, rebuilt as training built it
+        vocab, examples = hf_models.evaluation_data(meta["plan"], task, items, split, providers,
+                                                    meta["vocab"].get("tokenizer"), quiet)
+    else:
+        vocab = Vocab.from_dict(meta["vocab"])
+        examples = encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
     model = build_model(task, len(vocab), meta["plan"], config, providers)
     model.load_state_dict(data["model"])
-    examples = encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"preprocess {split}")
     return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
 
 

@@ -24,7 +24,6 @@ def train_wordpiece(
     """
     from tokenizers.implementations import BertWordPieceTokenizer
     from tokenizers.processors import TemplateProcessing
-    from transformers import PreTrainedTokenizerFast
 
     if vocab_size < len(SPECIAL_TOKENS) + 1:
         raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
@@ -39,5 +38,22 @@ def train_wordpiece(
         single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
         special_tokens=[(cls, wordpiece.token_to_id(cls)), (sep, wordpiece.token_to_id(sep))],
     )
-    return PreTrainedTokenizerFast(tokenizer_object=wordpiece._tokenizer, padding_side="right",
+    return _wrap(wordpiece._tokenizer)
+
+
+def wordpiece_from_json(text: str):
+    """The tokenizer :func:`train_wordpiece` returned, from its ``backend_tokenizer.to_str()``.
+
+    ``tokenizers``' WordPiece trainer is not deterministic (continuation pieces get ids in hash-map order, which
+    breaks ties between merges: huggingface/tokenizers#1794), so a trained tokenizer is stored, not retrained.
+    """
+    from tokenizers import Tokenizer
+
+    return _wrap(Tokenizer.from_str(text))
+
+
+def _wrap(backend):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=backend, padding_side="right",
                                    model_input_names=["input_ids", "token_type_ids", "attention_mask"], **SPECIAL_TOKENS)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from structattn.encoders import EncoderConfig
-from structattn.experiments import Comparison, Setup, run_comparison
+from structattn.experiments import Comparison, Setup, evaluate_checkpoint, run_comparison
 from structattn.training import TrainConfig
+from structattn.training.checkpoints import load_checkpoint
 
 SETUP = Setup(EncoderConfig(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, dropout=0.1),
               TrainConfig(lr=3e-3, warmup_steps=2, max_steps=4, batch_size=8, eval_every=2, patience=0))
@@ -28,6 +29,11 @@ def test_hf_settings_train_beside_a_plan(tmp_path):
         assert len(heat["tokens"]) == len(heat["layers"][0])
         assert heat["tokens"][0] == "[CLS]" and heat["tokens"][-1] == "[SEP]"
     assert "bert+soft_bias" in (tmp_path / "out" / "results.md").read_text()
+    # `structattn eval` rebuilds an HF run (with the WordPiece the checkpoint stored) and scores it alike
+    for r in records[1:]:
+        data = load_checkpoint(tmp_path / "out" / "runs" / r["run_id"] / "checkpoints" / "best.pt")
+        scores = evaluate_checkpoint(data, "test", quiet=True)
+        assert scores["accuracy"] == pytest.approx(r["metrics"]["test_accuracy"], abs=1e-9)
 
 
 def test_bad_hf_setting_is_refused_before_training(tmp_path):

@@ -85,3 +85,21 @@ def test_parameter_groups_give_new_parameters_the_higher_rate(tokenizer):
     weight, bias = (named[f"hf.encoder.layer.0.attention.self.query.{k}"] for k in ("weight", "bias"))
     assert by_id[id(weight)]["lr"] == 2e-5 and by_id[id(weight)]["weight_decay"] == 0.01
     assert by_id[id(bias)]["lr"] == 2e-5 and by_id[id(bias)]["weight_decay"] == 0.0
+
+
+def test_trained_tokenizer_round_trips_through_json(treebank):
+    from structattn.hf.tokenizer import train_wordpiece, wordpiece_from_json
+
+    trained = train_wordpiece([s.words for s in treebank[:40]], vocab_size=200)
+    again = wordpiece_from_json(trained.backend_tokenizer.to_str())
+    assert again.get_vocab() == trained.get_vocab()
+    words = treebank[50].words  # not in the training text
+    assert again(words, is_split_into_words=True)["input_ids"] == trained(words, is_split_into_words=True)["input_ids"]
+
+
+def test_eval_data_needs_the_model_folder_or_a_stored_tokenizer(prepared, tmp_path):
+    task, providers, data = prepared
+    with pytest.raises(ValueError, match="model folder .* is gone"):
+        hf_models.evaluation_data(f'hf(path="{tmp_path / "gone"}")', task, data.items, "test", providers)
+    with pytest.raises(ValueError, match="holds no tokenizer"):
+        hf_models.evaluation_data('hf(config="tiny_bert")', task, data.items, "test", providers, None)
