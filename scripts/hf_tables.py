@@ -18,7 +18,10 @@ can be re-run by hand:
 
 A step whose output folder is already complete is reused (its name is printed); nothing is overwritten.
 At the end the two tables are printed in the README's form (``--tables-only`` just prints them).
-Torch runs on one thread in every step (``OMP_NUM_THREADS=1``), so the numbers do not depend on the load.
+Torch runs on one thread in every step (``OMP_NUM_THREADS=1``), so the numbers do not depend on the load,
+and steps 3-4 on a given ``mlm`` folder are deterministic. Step 2 is not quite: ``tokenizers``' WordPiece
+trainer assigns ids in hash-map order (huggingface/tokenizers#1794), so a fresh ``--out`` pretrains on a
+slightly different vocabulary and the numbers move a little.
 """
 
 from __future__ import annotations
