@@ -1,0 +1,45 @@
+"""``BucketBiasSDPA``'s backward with blocks capped by the head dim (``_block_shape(h, n, d)``: at most
+``2 h n d`` scores per block) against the float64 per-query oracle of ``soft_bias``: the default constants,
+a sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
+per-head tables, on 1 and 2 worker threads (head ranges split across the threads)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from structattn.attention import bucket_bias as bb
+from tests.attention.cases import dependency_structure, random_qkv
+from tests.attention.cases.soft_bias import make
+from tests.reference.soft_bias import soft_bias_reference
+
+TOL = {"atol": 1e-9, "rtol": 1e-7}
+B, H, N, D = 2, 3, 37, 2  # 2 h n d = 444 scores: blocks of 4 rows (444 // (3 * 37)), the last one of 1 row
+
+
+def test_head_dim_caps_the_block():
+    assert bb._block_shape(H, N, D) == (N, H, 4)
+    assert bb._block_shape(H, N) == (N, H, N)  # without d: BLOCK_ELEMENTS alone
+    assert bb._block_shape(8, 256, 64) == (256, 8, 128)  # benchmark shapes: 1 MiB blocks for short sentences
+    assert bb._block_shape(8, 2048, 64) == (512, 1, 256)  # and BLOCK_ELEMENTS (2 MiB) for long ones
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_capped_blocks_match_the_oracle(per_head, num_threads, generator):
+    module = make(H, D, per_head=per_head).double()
+    structure = dependency_structure([N, 20], generator, forests=True)
+    q, k, v = random_qkv(B, H, N, D, generator)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        out = module(q, k, v, structure)
+        want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
+        torch.testing.assert_close(out, want, **TOL)
+        leaves = [q, k, v, module.table, module.scale]
+        grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
+        got = torch.autograd.grad(out, leaves, grad_out)
+    finally:
+        torch.set_num_threads(threads)
+    for g, ref in zip(got, torch.autograd.grad(want, leaves, grad_out)):
+        torch.testing.assert_close(g, ref, **TOL)
