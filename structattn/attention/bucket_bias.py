@@ -105,8 +105,8 @@ def _gather_rows(rows: torch.Tensor, codes: torch.Tensor, out: torch.Tensor) -> 
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
-#: Pairs per backward span of :class:`BucketBiasSDPA` (its bias and shared-table accumulator; 4 MiB each in float32).
-CHUNK_ELEMENTS = 1 << 20
+#: Pairs per backward span of :class:`BucketBiasSDPA` (its bias and shared-table accumulator; 2 MiB each in float32).
+CHUNK_ELEMENTS = 1 << 19
 #: Bias elements materialised at once per worker by :class:`BucketBiasSDPA`'s forward (1 MiB in float32).
 FORWARD_BIAS_ELEMENTS = 1 << 18
 #: Scores per backward block at most (``P`` and ``dS`` of a block: 2 MiB each in float32), see :func:`_block_shape`.
@@ -185,12 +185,13 @@ def _block_shape(h: int, n: int, d: int | None = None) -> tuple[int, int, int]:
     A span's bias and shared-table accumulator hold at most :data:`CHUNK_ELEMENTS` pairs; a group of heads
     shares the span's bias (as many heads as fit beside it, so that short sentences run few, batched ops);
     a block's ``P`` and ``dS`` hold at most :data:`BLOCK_ELEMENTS` scores and, given the head dim ``d``, no
-    more than twice the task's ``q`` (``2 h n d``): short sentences keep the per-thread buffers small beside
-    the ``(b, h, n, d)`` tensors that SDPA needs too (peak memory), long ones get blocks of 256-512 full rows.
+    more than half of that or the task's ``q`` (``h n d``), whichever is larger: short sentences keep the
+    per-thread buffers small beside the ``(b, h, n, d)`` tensors that SDPA needs too (peak memory), long
+    ones get blocks of 256-512 full rows.
     """
     span = max(1, min(n, CHUNK_ELEMENTS // n))
     heads = max(1, min(h, CHUNK_ELEMENTS // (span * n)))
-    block = BLOCK_ELEMENTS if d is None else min(BLOCK_ELEMENTS, 2 * h * n * d)
+    block = BLOCK_ELEMENTS if d is None else min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 2, h * n * d))
     return span, heads, max(1, min(span, block // (heads * n)))
 
 

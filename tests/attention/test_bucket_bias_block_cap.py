@@ -1,6 +1,6 @@
 """``BucketBiasSDPA``'s backward with blocks capped by the head dim (``_block_shape(h, n, d)``: at most
-``2 h n d`` scores per block) against the float64 per-query oracle of ``soft_bias``: the default constants,
-a sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
+``max(BLOCK_ELEMENTS / 2, h n d)`` scores per block) against the float64 per-query oracle of ``soft_bias``: a
+sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
 per-head tables, on 1 and 2 worker threads (head ranges split across the threads)."""
 
 from __future__ import annotations
@@ -14,19 +14,22 @@ from tests.attention.cases.soft_bias import make
 from tests.reference.soft_bias import soft_bias_reference
 
 TOL = {"atol": 1e-9, "rtol": 1e-7}
-B, H, N, D = 2, 3, 37, 2  # 2 h n d = 444 scores: blocks of 4 rows (444 // (3 * 37)), the last one of 1 row
+B, H, N, D = 2, 3, 37, 2  # h n d = 222 scores
+BLOCK = 800  # capped at max(400, 222): blocks of 3 rows (400 // (3 * 37)), the last one of 1 row; 7 uncapped
 
 
-def test_head_dim_caps_the_block():
-    assert bb._block_shape(H, N, D) == (N, H, 4)
-    assert bb._block_shape(H, N) == (N, H, N)  # without d: BLOCK_ELEMENTS alone
+def test_head_dim_caps_the_block(monkeypatch):
     assert bb._block_shape(8, 256, 64) == (256, 8, 128)  # benchmark shapes: 1 MiB blocks for short sentences
-    assert bb._block_shape(8, 2048, 64) == (512, 1, 256)  # and BLOCK_ELEMENTS (2 MiB) for long ones
+    assert bb._block_shape(8, 1024, 64) == (512, 1, 512)  # and BLOCK_ELEMENTS (2 MiB) for long ones
+    monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
+    assert bb._block_shape(H, N, D) == (N, H, 3)
+    assert bb._block_shape(H, N) == (N, H, 7)  # without d: BLOCK_ELEMENTS alone
 
 
 @pytest.mark.parametrize("per_head", [False, True])
 @pytest.mark.parametrize("num_threads", [1, 2])
-def test_capped_blocks_match_the_oracle(per_head, num_threads, generator):
+def test_capped_blocks_match_the_oracle(per_head, num_threads, generator, monkeypatch):
+    monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
     module = make(H, D, per_head=per_head).double()
     structure = dependency_structure([N, 20], generator, forests=True)
     q, k, v = random_qkv(B, H, N, D, generator)
