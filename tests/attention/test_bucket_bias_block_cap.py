@@ -1,7 +1,9 @@
 """``BucketBiasSDPA``'s backward with blocks capped by the head dim (``_block_shape(h, n, d)``: at most
 ``max(BLOCK_ELEMENTS / 2, h n d)`` scores per block) against the float64 per-query oracle of ``soft_bias``: a
 sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
-per-head tables, on 1 and 2 worker threads (head ranges split across the threads)."""
+per-head tables, on 1 and 2 threads: worker threads (``PARALLEL_PAIRS = 0``: per-sentence loops on
+:func:`per_sentence` workers, even for these short sentences) or the calling thread (the default below
+``PARALLEL_PAIRS``)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,11 @@ def test_head_dim_caps_the_block(monkeypatch):
 
 @pytest.mark.parametrize("per_head", [False, True])
 @pytest.mark.parametrize("num_threads", [1, 2])
-def test_capped_blocks_match_the_oracle(per_head, num_threads, generator, monkeypatch):
+@pytest.mark.parametrize("on_workers", [True, False])
+def test_capped_blocks_match_the_oracle(per_head, num_threads, on_workers, generator, monkeypatch):
     monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
+    if on_workers:
+        monkeypatch.setattr(bb, "PARALLEL_PAIRS", 0)
     module = make(H, D, per_head=per_head).double()
     structure = dependency_structure([N, 20], generator, forests=True)
     q, k, v = random_qkv(B, H, N, D, generator)
