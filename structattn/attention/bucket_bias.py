@@ -85,11 +85,24 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 #: own threads), not on :func:`per_sentence` workers: at 2 threads, n <= 256, the pool costs more than it gains
 #: (fwd+bwd at n = 128: 16.5 -> 11.5 ms; SDPA 6.7 ms).
 PARALLEL_PAIRS = 1 << 17
+#: Fewer tasks than this many per thread also run in the calling thread: with one or two tasks per worker the
+#: workers slow each other down (at 2 threads, b = 2, n = 512 each backward task took 25-30 ms beside the
+#: other against ~20 ms alone), and torch's own threads do better (fwd+bwd 2.08x -> 1.61x SDPA); from b = 8
+#: the pool wins (b = 8, n = 512: 1.60x vs 1.92x), and so it does for sentences of :data:`LARGE_PAIRS` pairs or more
+#: whatever their number (b = 1, n = 1024, two head-range tasks: 1.79-1.85x on the pool, 1.91-2.01x without).
+POOL_TASKS_PER_THREAD = 2
+LARGE_PAIRS = 1 << 20
 
 
 def _for_sentences(fn, items, pairs: int, device: torch.device) -> list:
-    """:func:`per_sentence` for sentences of at least :data:`PARALLEL_PAIRS` pairs, a plain loop below."""
-    return [fn(x) for x in items] if pairs < PARALLEL_PAIRS else per_sentence(fn, items, device)
+    """:func:`per_sentence` for sentences of at least :data:`PARALLEL_PAIRS` pairs, given at least
+    :data:`POOL_TASKS_PER_THREAD` tasks per thread or sentences of :data:`LARGE_PAIRS` pairs; a plain loop
+    otherwise (torch's own threads)."""
+    items = list(items)
+    few = len(items) < POOL_TASKS_PER_THREAD * torch.get_num_threads() and pairs < LARGE_PAIRS
+    if pairs < PARALLEL_PAIRS or few:
+        return [fn(x) for x in items]
+    return per_sentence(fn, items, device)
 
 
 #: Bucket codes converted to int32 at once by :func:`_gather_rows` (256 KiB: the ids stay in cache).

@@ -1,7 +1,7 @@
 """``BucketBiasSDPA``'s backward with blocks capped by the head dim (``_block_shape(h, n, d)``: at most
 ``max(BLOCK_ELEMENTS / 2, h n d)`` scores per block) against the float64 per-query oracle of ``soft_bias``: a
 sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
-per-head tables, on 1 and 2 threads: worker threads (``PARALLEL_PAIRS = 0``: per-sentence loops on
+per-head tables, on 1 and 2 threads: worker threads (``PARALLEL_PAIRS = POOL_TASKS_PER_THREAD = 0``: per-sentence loops on
 :func:`per_sentence` workers, even for these short sentences) or the calling thread (the default below
 ``PARALLEL_PAIRS``)."""
 
@@ -35,6 +35,7 @@ def test_capped_blocks_match_the_oracle(per_head, num_threads, on_workers, gener
     monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
     if on_workers:
         monkeypatch.setattr(bb, "PARALLEL_PAIRS", 0)
+        monkeypatch.setattr(bb, "POOL_TASKS_PER_THREAD", 0)
     module = make(H, D, per_head=per_head).double()
     structure = dependency_structure([N, 20], generator, forests=True)
     q, k, v = random_qkv(B, H, N, D, generator)
@@ -51,3 +52,16 @@ def test_capped_blocks_match_the_oracle(per_head, num_threads, on_workers, gener
         torch.set_num_threads(threads)
     for g, ref in zip(got, torch.autograd.grad(want, leaves, grad_out)):
         torch.testing.assert_close(g, ref, **TOL)
+
+
+def test_worker_pool_only_for_enough_or_large_tasks(monkeypatch):
+    """_for_sentences uses the worker pool for >= 2 tasks per thread or sentences of >= LARGE_PAIRS pairs, and
+    the calling thread otherwise; either way it returns every result in order."""
+    pooled = []
+    monkeypatch.setattr(bb, "per_sentence", lambda fn, items, device: pooled.append(len(items)) or [fn(x) for x in items])
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    cpu = torch.device("cpu")
+    assert bb._for_sentences(lambda x: x * 10, range(3), 512 * 512, cpu) == [0, 10, 20] and pooled == []
+    assert bb._for_sentences(lambda x: x, range(4), 512 * 512, cpu) == [0, 1, 2, 3] and pooled == [4]
+    assert bb._for_sentences(lambda x: x, range(2), 1024 * 1024, cpu) == [0, 1] and pooled == [4, 2]
+    assert bb._for_sentences(lambda x: x, range(8), 128 * 128, cpu) == list(range(8)) and pooled == [4, 2]

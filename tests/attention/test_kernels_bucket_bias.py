@@ -56,6 +56,7 @@ def test_blocked_backward_matches_the_oracle(per_head, chunk, block, parallel, m
     monkeypatch.setattr(worker_threads, "PARALLEL_BLOCKS", parallel)
     if parallel:  # these sentences are short: without this their per-sentence loops stay in the calling thread
         monkeypatch.setattr(bb, "PARALLEL_PAIRS", 0)
+        monkeypatch.setattr(bb, "POOL_TASKS_PER_THREAD", 0)
     module = make(H, D, per_head=per_head, max_distance=max_distance).double()
     structure = dependency_structure([N, 6], generator, forests=True)
     index = module.bucket_index(structure, B, torch.device("cpu"))
