@@ -38,11 +38,6 @@ class LayerCache:
         self.self_rows = None
         return self.self_k, self.self_v
 
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep rows ``index`` of every tensor (when the memory has one row per hypothesis)."""
-        self.reorder_target(index)
-        self.reorder_memory(index)
-
     def reorder_target(self, index: torch.Tensor) -> None:
         """Keep hypothesis rows ``index`` (B',) of the self-attention cache (each survivor takes its parent's);
         applied lazily by the next :meth:`append`."""
@@ -65,11 +60,6 @@ class DecoderCache:
     @classmethod
     def empty(cls, num_layers: int) -> "DecoderCache":
         return cls([LayerCache() for _ in range(num_layers)], 0)
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep rows ``index`` of the self- and cross-attention caches (memory with one row per hypothesis)."""
-        for layer in self.layers:
-            layer.reorder(index)
 
     def reorder_target(self, index: torch.Tensor) -> None:
         for layer in self.layers:

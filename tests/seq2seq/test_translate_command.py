@@ -17,6 +17,23 @@ TASK = dict(train=120, dev=12, test=12, grammar_depth=1, max_words=9, beam=2)
 SUBWORDS = ("data.subword_chars = 3", "data.structures = {'win': 'window(radius=2)'}")
 
 
+def write_test_split(path, raw: bool):
+    """The task's test split as CoNLL-U, or (``raw``) as raw text, one whitespace-joined sentence per line."""
+    test = get_task("translation_synthetic", **TASK).splits()["test"]
+    if raw:
+        path.write_text("".join(" ".join(s.words) + "\n" for s in test))
+    else:
+        write_conllu(test, path)
+    return path
+
+
+def check_translates_like_training(run, source, out) -> None:
+    """``structattn translate`` of ``source`` with the run's best checkpoint gives its test translations."""
+    assert cli.main(["translate", str(run / "checkpoints" / "best.pt"), str(source), "--out", str(out),
+                     "--beam", "2", "--quiet"]) == 0
+    assert out.read_text() == (run / "test.hyp.txt").read_text()
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("translate")
@@ -27,25 +44,13 @@ def trained(tmp_path_factory):
 
 def test_conllu_input_reproduces_the_test_translations(trained, capsys):
     tmp, runs = trained
-    test = get_task("translation_synthetic", **TASK).splits()["test"]
-    source = tmp / "test.conllu"
-    write_conllu(test, source)
-    out = tmp / "soft.txt"
-    assert cli.main(["translate", str(runs["soft"] / "checkpoints" / "best.pt"), str(source), "--out", str(out),
-                     "--beam", "2", "--quiet"]) == 0
-    assert out.read_text() == (runs["soft"] / "test.hyp.txt").read_text()
+    check_translates_like_training(runs["soft"], write_test_split(tmp / "test.conllu", raw=False), tmp / "soft.txt")
     assert "translated 12 sentences" in capsys.readouterr().out
 
 
 def test_raw_text_for_a_model_without_structure(trained):
     tmp, runs = trained
-    test = get_task("translation_synthetic", **TASK).splits()["test"]
-    source = tmp / "test.txt"
-    source.write_text("".join(" ".join(s.words) + "\n" for s in test))
-    out = tmp / "full.txt"
-    assert cli.main(["translate", str(runs["full"] / "checkpoints" / "best.pt"), str(source), "--out", str(out),
-                     "--beam", "2", "--quiet"]) == 0
-    assert out.read_text() == (runs["full"] / "test.hyp.txt").read_text()
+    check_translates_like_training(runs["full"], write_test_split(tmp / "test.txt", raw=True), tmp / "full.txt")
 
 
 def test_raw_text_for_a_tree_model_without_parser_is_refused(trained, capsys):
@@ -85,22 +90,11 @@ def test_translate_encodes_like_training_with_subwords_and_a_window():
 @pytest.mark.parametrize("setting", ["win", "mixed"])
 def test_subword_window_model_reproduces_the_test_translations(subword_runs, setting):
     tmp, runs = subword_runs
-    test = get_task("translation_synthetic", **TASK).splits()["test"]
-    source = tmp / "test.conllu"
-    write_conllu(test, source)
-    out = tmp / f"{setting}.txt"
-    assert cli.main(["translate", str(runs[setting] / "checkpoints" / "best.pt"), str(source), "--out", str(out),
-                     "--beam", "2", "--quiet"]) == 0
-    assert out.read_text() == (runs[setting] / "test.hyp.txt").read_text()
+    check_translates_like_training(runs[setting], write_test_split(tmp / "test.conllu", raw=False),
+                                   tmp / f"{setting}.txt")
 
 
 def test_raw_text_for_a_window_model_needs_no_parser(subword_runs):
     """A window reads positions only: raw text is split on whitespace, as for a model without structure."""
     tmp, runs = subword_runs
-    test = get_task("translation_synthetic", **TASK).splits()["test"]
-    source = tmp / "test.txt"
-    source.write_text("".join(" ".join(s.words) + "\n" for s in test))
-    out = tmp / "win_raw.txt"
-    assert cli.main(["translate", str(runs["win"] / "checkpoints" / "best.pt"), str(source), "--out", str(out),
-                     "--beam", "2", "--quiet"]) == 0
-    assert out.read_text() == (runs["win"] / "test.hyp.txt").read_text()
+    check_translates_like_training(runs["win"], write_test_split(tmp / "test.txt", raw=True), tmp / "win_raw.txt")
