@@ -25,11 +25,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from structattn import plugins
 from structattn.encoders import EncoderConfig, TaskModel, Vocab
 from structattn.experiments import hf_models
 from structattn.experiments.probe_command import PROBES, _chunks, _pad_cat, check_probes, probe_encoded, split
-from structattn.experiments.run import build_model, make_providers, make_task
+from structattn.experiments.run import build_model, make_providers, make_task, rebuild_meta
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import Sentence
@@ -85,11 +84,7 @@ def rebuild(data: Mapping[str, Any]) -> tuple[Callable[[], TaskModel], Vocab, di
         ValueError: ``meta`` lacks what a rebuild needs, a plugin cannot be imported, or the checkpoint is of a
             translation task or a fine-tuned HF setting (probe the HF model directory instead).
     """
-    meta = data.get("meta") or {}
-    missing = sorted({"task", "plan", "structures", "model", "vocab"} - set(meta))
-    if missing:
-        raise ValueError(f"the checkpoint does not say how to rebuild its model (meta lacks {missing})")
-    plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
+    meta = rebuild_meta(data)
     if hf_models.is_hf_setting(meta["plan"]):
         raise ValueError(f"run {meta.get('run_id', '?')} fine-tuned an HF model ({meta['plan']}); probe takes "
                          "structattn encoders from checkpoints, and HF models as directories")

@@ -200,13 +200,24 @@ def run_provenance(spec: RunSpec, data: PreparedData, watch: Stopwatch) -> dict[
             "data": {"task": spec.task, "items": counts, "sha256": data.checksum}}
 
 
-def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool = False) -> dict[str, float]:
-    """Rebuild the model stored in a checkpoint (its ``meta``) and score it on ``split``."""
+def rebuild_meta(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint's ``meta``, checked to say how to rebuild its model, after replaying the plugins the run
+    recorded (so that its task, plan and structures resolve).
+
+    Raises:
+        ValueError: ``meta`` lacks a field a rebuild needs, or a plugin cannot be imported.
+    """
     meta = data.get("meta") or {}
     missing = sorted({"task", "plan", "structures", "model", "vocab"} - set(meta))
     if missing:
         raise ValueError(f"the checkpoint does not say how to rebuild its model (meta lacks {missing})")
     plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
+    return meta
+
+
+def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool = False) -> dict[str, float]:
+    """Rebuild the model stored in a checkpoint (its ``meta``) and score it on ``split``."""
+    meta = rebuild_meta(data)
     task = make_task(meta["task"])
     recorded = meta.get("task_options")  # absent from checkpoints written before it was recorded
     if recorded is not None and _plain(task.options()) != recorded:
