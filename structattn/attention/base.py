@@ -14,8 +14,10 @@ Call signature (the same for all variants)::
 
 Padding is handled here, once, for every variant: padded rows of q, k, v (and of ``hidden``, for variants
 that read it) are replaced with zeros before the variant runs (``torch.where``, so NaN or inf left there by
-the caller cannot leak: ``0 * NaN`` would be NaN), and padded query rows of the output and the weights are
-zeroed after it. A variant only has to keep padded keys out of every real row's softmax. Padded keys never
+the caller cannot leak: ``0 * NaN`` would be NaN) unless they are already harmless (on CPU, finite and at most
+:data:`HARMLESS_PADDING` in size, see :func:`blank_inputs`), and padded query rows of the output and the
+weights are zeroed after it. A variant only has to keep padded keys out of every real row's softmax (a masked
+score's weight is then exactly 0) and must not read padded rows otherwise (they may hold such small values). Padded keys never
 receive weight. A query row with no allowed key yields a zero vector (and an all-zero weight row), never NaN.
 """
 
@@ -136,10 +138,10 @@ class StructuredAttention(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         self._check_inputs(q, k, v, structure, hidden)
         token_mask = padding_of(structure, q.shape[0], q.shape[2], q.device)
-        if token_mask is not None:  # padded rows hold zeros, whatever the caller left there (NaN, inf)
-            q, k, v = (blank_padding(x, token_mask, 2) for x in (q, k, v))
+        if token_mask is not None:  # padded rows hold zeros or harmless values, whatever the caller left there
+            q, k, v = (blank_inputs(x, token_mask, 2) for x in (q, k, v))
             if hidden is not None and self.needs_hidden:  # the other variants ignore hidden: no copy
-                hidden = blank_padding(hidden, token_mask, 1)
+                hidden = blank_inputs(hidden, token_mask, 1)
         out, weights = self.attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
         if token_mask is not None:  # padded queries are zeroed here, once, for every variant
             out = blank_padding(out, token_mask, 2)
@@ -230,6 +232,29 @@ def padding_of(structure: Structure | None, b: int, n: int, device: torch.device
     if mask.device.type == "cpu" and bool(mask.all()):
         return None
     return mask
+
+
+#: Padded input entries no larger than this (in absolute value) are left in place on CPU, see :func:`blank_inputs`.
+HARMLESS_PADDING = 1e6
+
+
+def blank_inputs(x: torch.Tensor, token_mask: torch.Tensor, token_dim: int) -> torch.Tensor:
+    """:func:`blank_padding` for an input (q, k, v, hidden), skipped when its padded entries cannot matter.
+
+    Skipped on CPU for float32/float64 inputs whose padded entries are all finite with ``|x| <=``
+    :data:`HARMLESS_PADDING` (checked on the padded rows alone, a small gather): a score against a padded key
+    is then at most ``d * 1e12`` in size beside the ``-3.4e38`` mask, so its weight is exactly 0, as with zeros;
+    padded values are multiplied by that exact 0; padded queries only feed their own rows, which are zeroed
+    after the variant (and whose gradient is zero). Gradients at padded positions stay exactly zero. NaN, inf
+    or large values are replaced by zeros as before. Other devices (no host sync) and half dtypes always blank.
+    What it saves: on a 2-sentence, 512-token BERT batch the ``where`` copies and their backward were 3-4%
+    of a training step.
+    """
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
+        padded = x.detach().movedim(token_dim, 1)[~token_mask]  # (padded tokens, ...)
+        if padded.numel() == 0 or bool(padded.abs().max() <= HARMLESS_PADDING):  # NaN compares False
+            return x
+    return blank_padding(x, token_mask, token_dim)
 
 
 def blank_padding(x: torch.Tensor, token_mask: torch.Tensor, token_dim: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Padded positions never influence real ones, whatever they hold (NaN, +-inf, 1e30), in every variant.
 
 The base class replaces padded rows of q, k, v and ``hidden`` with zeros (``torch.where``: ``0 * NaN`` is
-NaN) before the variant runs, and zeroes padded query outputs once afterwards. Compared against the same
+NaN) before the variant runs unless they are finite and small (``blank_inputs``: left in place on CPU), and zeroes padded query outputs once afterwards. Compared against the same
 module on the clean inputs (padding zero), outputs and gradients w.r.t. the real inputs.
 """
 
@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from structattn.attention import attention_names
+from structattn.attention.base import HARMLESS_PADDING, blank_inputs
 from tests.attention.cases import fill_padding, load_case, random_qkv
 from tests.attention.conftest import LENGTHS, B, D, H
 
@@ -60,3 +61,49 @@ def test_padding_garbage_never_reaches_real_tokens(name, garbage, target, genera
         keep = mask.view(B, *([1] * (dims[x] - 1)), -1, *([1] * (g.dim() - dims[x] - 1))).expand_as(g)
         torch.testing.assert_close(g[keep], want_grads[x][keep], atol=1e-12, rtol=1e-10)
         assert torch.all(g[~keep] == 0), f"padded positions of {x} must get no gradient"
+
+
+def scatter_padding(x: torch.Tensor, token_mask: torch.Tensor, token_dim: int, scale: float, generator) -> torch.Tensor:
+    """``x`` with random values of size ``scale`` at the padded positions (finite garbage)."""
+    shape = [1] * x.dim()
+    shape[0], shape[token_dim] = token_mask.shape
+    noise = scale * torch.randn(x.shape, generator=generator, dtype=x.dtype)
+    return torch.where(token_mask.view(shape), x, noise)
+
+
+@pytest.mark.parametrize("name", attention_names())
+def test_harmless_padding_is_left_in_place_and_never_leaks(name, generator):
+    """Finite padded entries up to ``HARMLESS_PADDING`` are not copied away (``blank_inputs``), and they still
+    never reach real tokens: outputs and gradients equal the zero-padded run's, padded gradients are zero."""
+    case = load_case(name)
+    module = case.make(H, D).double().eval()
+    structure, clean = inputs(case, generator)
+    mask = structure.token_mask
+    dims = {"q": 2, "k": 2, "v": 2, "hidden": 1}
+    clean = {x: fill_padding(t.detach(), mask, 0.0, dims[x]) for x, t in clean.items()}
+    dirty = {x: scatter_padding(t, mask, dims[x], 1e5, generator) for x, t in clean.items()}
+    for x, t in dirty.items():
+        assert blank_inputs(t, mask, dims[x]) is t, f"harmless padding of {x} was copied"
+    probe = torch.randn(B, H, structure.num_tokens, D, generator=generator, dtype=torch.float64)
+    want, want_grads = run(module, structure, clean, probe)
+    got, got_grads = run(module, structure, dirty, probe)
+    real = mask[:, None, :, None].expand_as(got)
+    torch.testing.assert_close(got[real], want[real], atol=1e-12, rtol=1e-10)
+    assert torch.all(got[~real] == 0), "padded query rows must be zero"
+    for x, g in got_grads.items():
+        keep = mask.view(B, *([1] * (dims[x] - 1)), -1, *([1] * (g.dim() - dims[x] - 1))).expand_as(g)
+        torch.testing.assert_close(g[keep], want_grads[x][keep], atol=1e-12, rtol=1e-10)
+        assert torch.all(g[~keep] == 0), f"padded positions of {x} must get no gradient"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 2 * HARMLESS_PADDING])
+def test_blank_inputs_replaces_what_could_matter(value):
+    mask = torch.tensor([[True, True, False]])
+    x = torch.ones(1, 2, 3, 4)
+    x[:, :, 2] = value
+    out = blank_inputs(x, mask, 2)
+    assert out is not x and torch.equal(out[:, :, 2], torch.zeros(1, 2, 4)) and torch.equal(out[:, :, :2], x[:, :, :2])
+    harmless = torch.ones(1, 2, 3, 4)
+    assert blank_inputs(harmless, mask, 2) is harmless
+    half = harmless.half()
+    assert blank_inputs(half, mask, 2) is not half  # half inputs always blank (their range is small)
