@@ -1,5 +1,5 @@
 """``BucketBiasSDPA``'s backward with blocks capped by the head dim (``_block_shape(h, n, d)``: at most
-``max(BLOCK_ELEMENTS / 2, h n d)`` scores per block) against the float64 per-query oracle of ``soft_bias``: a
+``max(BLOCK_ELEMENTS / 4, 2 h n d)`` scores per block) against the float64 per-query oracle of ``soft_bias``: a
 sentence of prime length split into row blocks that do not divide it, a padded second sentence, shared and
 per-head tables, on 1 and 2 threads: worker threads (``PARALLEL_PAIRS = POOL_TASKS_PER_THREAD = 0``: per-sentence loops on
 :func:`per_sentence` workers, even for these short sentences) or the calling thread (the default below
@@ -17,14 +17,15 @@ from tests.reference.soft_bias import soft_bias_reference
 
 TOL = {"atol": 1e-9, "rtol": 1e-7}
 B, H, N, D = 2, 3, 37, 2  # h n d = 222 scores
-BLOCK = 800  # capped at max(400, 222): blocks of 3 rows (400 // (3 * 37)), the last one of 1 row; 7 uncapped
+BLOCK = 800  # capped at max(200, 2 * 222): blocks of 4 rows (444 // (3 * 37)), the last one of 1 row; 7 uncapped
 
 
 def test_head_dim_caps_the_block(monkeypatch):
     assert bb._block_shape(8, 256, 64) == (256, 8, 128)  # benchmark shapes: 1 MiB blocks for short sentences
-    assert bb._block_shape(8, 1024, 64) == (512, 1, 512)  # and BLOCK_ELEMENTS (2 MiB) for long ones
+    assert bb._block_shape(8, 512, 64) == (512, 2, 512)  # 2 MiB from n = 512 (twice q: 2 h n d)
+    assert bb._block_shape(8, 1024, 64) == (512, 1, 512)  # 2 MiB, the whole span
     monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
-    assert bb._block_shape(H, N, D) == (N, H, 3)
+    assert bb._block_shape(H, N, D) == (N, H, 4)
     assert bb._block_shape(H, N) == (N, H, 7)  # without d: BLOCK_ELEMENTS alone
 
 
