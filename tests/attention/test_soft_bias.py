@@ -330,3 +330,33 @@ def test_flex_cpu_inference_at_two_lengths(name, generator):
             got = module(q, k, v, structure)
             want = fast(q, k, v, structure)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_bucket_codes_are_reused_across_layers_until_the_structure_changes(generator):
+    """``distance_buckets`` memoises the codes of a structure: the layers of one forward share them, an in-place
+    edit of the distance or the token mask (or a new structure) recomputes them, and the cache keeps nothing alive."""
+    import gc
+    import weakref
+
+    from structattn.attention import soft_bias
+
+    soft_bias.clear_bucket_cache()
+    structure = dependency_structure([7, 5], generator)
+    cpu, edges = torch.device("cpu"), bucket_edges(4)
+    first, mask = soft_bias.distance_buckets(structure, 2, cpu, edges)
+    assert soft_bias.distance_buckets(structure, 2, cpu, edges)[0] is first  # second layer: a hit
+    assert soft_bias.distance_buckets(structure, 2, cpu, bucket_edges(3))[0] is not first  # other buckets
+    structure.distance[0, 0, 1] = 3
+    edited = soft_bias.distance_buckets(structure, 2, cpu, edges)[0]
+    assert edited is not first and int(edited[0, 0, 1]) == 3
+    structure.token_mask[0, 6] = False
+    structure.distance[0, 6] = -1
+    structure.distance[0, :, 6] = -1
+    masked = soft_bias.distance_buckets(structure, 2, cpu, edges)[0]
+    assert masked is not edited and int(masked[0, 0, 6]) == len(edges) + 1  # the padded-key code
+    clone = copy.deepcopy(structure)
+    assert soft_bias.distance_buckets(clone, 2, cpu, edges)[0] is not masked
+    alive = weakref.ref(clone)
+    del clone
+    gc.collect()
+    assert alive() is None, "the bucket cache must not keep a structure alive"
