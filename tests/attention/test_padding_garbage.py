@@ -47,9 +47,18 @@ def test_padding_garbage_never_reaches_real_tokens(name, garbage, target, genera
     structure, clean = inputs(case, generator)
     mask = structure.token_mask
     assert not bool(mask.all()), "the batch must contain padding"
-    dims = {"q": 2, "k": 2, "v": 2, "hidden": 1}
-    clean = {x: fill_padding(t.detach(), mask, 0.0, dims[x]) for x, t in clean.items()}
-    dirty = {x: (fill_padding(t, mask, garbage, dims[x]) if target in (x, "all") else t) for x, t in clean.items()}
+    clean = {x: fill_padding(t.detach(), mask, 0.0, DIMS[x]) for x, t in clean.items()}
+    dirty = {x: (fill_padding(t, mask, garbage, DIMS[x]) if target in (x, "all") else t) for x, t in clean.items()}
+    assert_same_on_real_tokens(module, structure, clean, dirty, generator)
+
+
+DIMS = {"q": 2, "k": 2, "v": 2, "hidden": 1}  # the token dim of each input
+
+
+def assert_same_on_real_tokens(module, structure, clean, dirty, generator) -> None:
+    """The dirty-padded run equals the clean one on real tokens (outputs and gradients); padded query rows are
+    zero and padded positions get a zero (finite) gradient."""
+    mask = structure.token_mask
     probe = torch.randn(B, H, structure.num_tokens, D, generator=generator, dtype=torch.float64)
     want, want_grads = run(module, structure, clean, probe)
     got, got_grads = run(module, structure, dirty, probe)
@@ -58,7 +67,7 @@ def test_padding_garbage_never_reaches_real_tokens(name, garbage, target, genera
     assert torch.all(got[~real] == 0), "padded query rows must be zero"
     for x, g in got_grads.items():
         assert torch.isfinite(g).all(), f"gradient w.r.t. {x} is not finite"
-        keep = mask.view(B, *([1] * (dims[x] - 1)), -1, *([1] * (g.dim() - dims[x] - 1))).expand_as(g)
+        keep = mask.view(B, *([1] * (DIMS[x] - 1)), -1, *([1] * (g.dim() - DIMS[x] - 1))).expand_as(g)
         torch.testing.assert_close(g[keep], want_grads[x][keep], atol=1e-12, rtol=1e-10)
         assert torch.all(g[~keep] == 0), f"padded positions of {x} must get no gradient"
 
@@ -79,21 +88,11 @@ def test_harmless_padding_is_left_in_place_and_never_leaks(name, generator):
     module = case.make(H, D).double().eval()
     structure, clean = inputs(case, generator)
     mask = structure.token_mask
-    dims = {"q": 2, "k": 2, "v": 2, "hidden": 1}
-    clean = {x: fill_padding(t.detach(), mask, 0.0, dims[x]) for x, t in clean.items()}
-    dirty = {x: scatter_padding(t, mask, dims[x], 1e5, generator) for x, t in clean.items()}
+    clean = {x: fill_padding(t.detach(), mask, 0.0, DIMS[x]) for x, t in clean.items()}
+    dirty = {x: scatter_padding(t, mask, DIMS[x], 1e5, generator) for x, t in clean.items()}
     for x, t in dirty.items():
-        assert blank_inputs(t, mask, dims[x]) is t, f"harmless padding of {x} was copied"
-    probe = torch.randn(B, H, structure.num_tokens, D, generator=generator, dtype=torch.float64)
-    want, want_grads = run(module, structure, clean, probe)
-    got, got_grads = run(module, structure, dirty, probe)
-    real = mask[:, None, :, None].expand_as(got)
-    torch.testing.assert_close(got[real], want[real], atol=1e-12, rtol=1e-10)
-    assert torch.all(got[~real] == 0), "padded query rows must be zero"
-    for x, g in got_grads.items():
-        keep = mask.view(B, *([1] * (dims[x] - 1)), -1, *([1] * (g.dim() - dims[x] - 1))).expand_as(g)
-        torch.testing.assert_close(g[keep], want_grads[x][keep], atol=1e-12, rtol=1e-10)
-        assert torch.all(g[~keep] == 0), f"padded positions of {x} must get no gradient"
+        assert blank_inputs(t, mask, DIMS[x]) is t, f"harmless padding of {x} was copied"
+    assert_same_on_real_tokens(module, structure, clean, dirty, generator)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, 2 * HARMLESS_PADDING])
