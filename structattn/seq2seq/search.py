@@ -71,8 +71,7 @@ def beam_search(stepper: Stepper, bos_id: int, eos_id: int, max_lengths: Sequenc
     for t in range(int(limits.max())):
         b, r = scores.shape
         logp = stepper.step(tokens[:, -1])  # (b * r, V)
-        top, index, token = _best_extensions(logp, scores, t + 1 >= limits[alive], eos_id, k)  # (b, 2k) each
-        parent = index // _width(logp, k)
+        top, parent, token = _best_extensions(logp, scores, t + 1 >= limits[alive], eos_id, k)  # (b, 2k) each
         is_eos = token == eos_id
         hits = is_eos[:, :k] & torch.isfinite(top[:, :k])  # (b, k): </s> among the best k
         done[alive] += hits.sum(1)
@@ -91,57 +90,60 @@ def beam_search(stepper: Stepper, bos_id: int, eos_id: int, max_lengths: Sequenc
     return [max(f, key=lambda pair: pair[0])[1] for f in finished]
 
 
-def _width(logp: torch.Tensor, k: int) -> int:
-    """Extensions kept per hypothesis: the best ``2k`` of each are enough to hold the best ``2k`` of a sentence."""
-    return min(2 * k, logp.shape[-1])
-
-
 def _best_extensions(logp: torch.Tensor, scores: torch.Tensor, forced: torch.Tensor, eos_id: int,
                      k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The best ``min(2k, k V)`` one-token extensions of each sentence's ``r`` hypotheses, best first.
 
-    Equal to ``topk`` over all ``r * V`` candidates ``scores + logp`` (float64), but the full candidate tensor is
-    never built: each hypothesis contributes only its own best ``2k`` tokens (adding its score keeps their order).
-    With fewer than ``min(2k, k V)`` candidates (``r = 1``, tiny vocabulary), the rest are ``-inf`` (dead) ones.
+    Equal to ``topk`` over all ``r * V`` candidates ``scores + logp`` (float64) of a sentence (only the choice
+    among exactly equal candidates may differ), in two cheaper passes that never build that candidate tensor
+    in float64: the maximum of every :data:`CHUNK` tokens of each row, plus the row's score, bounds the
+    candidates of that chunk, so a sentence's best ``2k`` lie in its ``2k`` chunks with the highest bounds;
+    only those chunks are then scored. Sentences at their length limit (``forced``) extend by ``</s>`` only.
+    With fewer than ``2k`` live candidates (``r = 1``, tiny vocabulary), the rest are ``-inf`` (dead) ones.
 
     Shapes:
-        logp: (b * r, V) on the stepper's device; scores: (b, r) float64; forced: (b,) bool, only ``</s>`` may
-        follow. Returns the candidate scores (b, 2k) float64, their flat index ``parent * width + rank`` and
-        their tokens (b, 2k) long, on the CPU.
+        logp: (b * r, V) on the stepper's device; scores: (b, r) float64; forced: (b,) bool. Returns the
+        candidate scores (b, 2k) float64, their parent hypothesis (b, 2k) in ``0 .. r - 1`` and their tokens
+        (b, 2k), on the CPU.
     """
-    (b, r), vocab, width = scores.shape, logp.shape[-1], _width(logp, k)
-    best, best_token = _row_topk(logp, width)  # (b * r, width)
-    best, best_token = best.cpu().double(), best_token.cpu()
-    if bool(forced.any()):
-        rows = forced.repeat_interleave(r)
-        best[rows] = -torch.inf
-        best[rows, 0] = logp[rows.to(logp.device), eos_id].cpu().double()
-        best_token[rows, 0] = eos_id
-    candidates = (scores[..., None] + best.view(b, r, width)).view(b, -1)  # (b, r * width)
+    (b, r), vocab = scores.shape, logp.shape[-1]
     count = min(2 * k, k * vocab)
-    top, index = candidates.topk(min(count, r * width), dim=1)
+    full = vocab // CHUNK
+    if r * full <= 4 * count:  # few chunks: score every candidate
+        candidates = scores[..., None] + logp.view(b, r, vocab).cpu().double()  # (b, r, V)
+        top, flat = candidates.view(b, -1).topk(min(count, r * vocab), dim=1)
+    else:
+        heads = logp[:, : full * CHUNK].view(b * r, full, CHUNK).amax(dim=-1)  # (b r, chunks): chunk maxima
+        if vocab % CHUNK:
+            heads = torch.cat([heads, logp[:, full * CHUNK:].amax(dim=-1, keepdim=True)], dim=1)
+        chunks = heads.shape[1]
+        bounds = scores.to(heads.device)[..., None] + heads.view(b, r, chunks).double()  # (b, r, chunks)
+        best = bounds.view(b, -1).topk(count, dim=1)[1]  # (b, 2k): row * chunks + chunk
+        row, chunk = best // chunks, best % chunks
+        column = (chunk[..., None] * CHUNK + torch.arange(CHUNK, device=logp.device)).flatten(1)  # (b, 2k CHUNK)
+        parent = row.repeat_interleave(CHUNK, dim=1)
+        outside = column >= vocab  # the last, partial chunk's missing columns
+        rows = parent + torch.arange(b, device=logp.device)[:, None] * r
+        values = logp[rows, column.clamp(max=vocab - 1)].cpu().double()
+        candidates = (scores.gather(1, parent.cpu()) + values).masked_fill(outside.cpu(), -torch.inf)
+        top, position = candidates.topk(count, dim=1)
+        flat = parent.cpu().gather(1, position) * vocab + column.cpu().gather(1, position)
     if top.shape[1] < count:
         top = torch.cat([top, top.new_full((b, count - top.shape[1]), -torch.inf)], dim=1)
-        index = torch.cat([index, index.new_zeros(b, count - index.shape[1])], dim=1)
-    return top, index, best_token.view(b, -1).gather(1, index)
+        flat = torch.cat([flat, flat.new_zeros(b, count - flat.shape[1])], dim=1)
+    parent, token = flat // vocab, flat % vocab
+    if bool(forced.any()):  # only </s>: each hypothesis's one extension, best first, then dead ones
+        eos = scores[forced] + logp.view(b, r, vocab)[forced.to(logp.device), :, eos_id].cpu().double()  # (f, r)
+        order = eos.argsort(dim=1, descending=True, stable=True)
+        dead = top.new_full((eos.shape[0], count - r), -torch.inf)
+        top[forced] = torch.cat([eos.gather(1, order), dead], dim=1)
+        parent[forced] = torch.cat([order, order.new_zeros(eos.shape[0], count - r)], dim=1)
+        token[forced] = eos_id
+    return top, parent, token
 
 
-def _row_topk(x: torch.Tensor, k: int, chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x.topk(k, dim=-1)`` for wide rows (B, V), in two cheaper passes: each row's ``k`` best values lie in the
-    ``k`` chunks of ``chunk`` columns with the highest maxima (only the choice among exactly equal values may
-    differ from ``topk``'s)."""
-    rows, width = x.shape
-    full = width // chunk
-    if full <= 4 * k:
-        return x.topk(k, dim=-1)
-    heads = x[:, : full * chunk].view(rows, full, chunk).amax(dim=-1)  # (B, full)
-    if width % chunk:
-        heads = torch.cat([heads, x[:, full * chunk:].amax(dim=-1, keepdim=True)], dim=1)
-    columns = (heads.topk(k, dim=-1)[1][..., None] * chunk + torch.arange(chunk, device=x.device)).flatten(1)
-    outside = columns >= width  # the last, partial chunk's missing columns
-    values = x.gather(1, columns.clamp(max=width - 1)).masked_fill(outside, -torch.inf)  # (B, k * chunk)
-    top, position = values.topk(k, dim=-1)
-    return top, columns.gather(1, position)
+#: Tokens per chunk of :func:`_best_extensions`'s first pass.
+CHUNK = 64
 
 
 def _finish(finished: list[list[tuple[float, list[int]]]], alive: torch.Tensor, top: torch.Tensor, parent: torch.Tensor,

@@ -179,15 +179,31 @@ def test_cached_stepper_follows_any_reorder_layout():
     torch.testing.assert_close(cached.step(last), recompute.step(last), rtol=0, atol=1e-10)
 
 
-def test_row_topk_equals_topk():
-    from structattn.seq2seq.search import _row_topk
+def test_best_extensions_equal_topk_over_every_candidate():
+    """The chunked two-pass search equals a plain ``topk`` over all ``r * V`` candidates ``score + logp`` of each
+    sentence: vocabularies below, at and above the chunked path, a partial last chunk holding the best tokens,
+    dead hypotheses (``-inf``), one hypothesis (the first step) and sentences at their length limit."""
+    from structattn.seq2seq.search import _best_extensions
 
     g = torch.Generator().manual_seed(0)
-    for width in (7, 640, 1000, 1029):  # narrow (plain topk), whole chunks, a partial last chunk
-        x = torch.randn(6, width, generator=g, dtype=torch.float64)
-        x[0, : width // 2] = -torch.inf
-        x[1, -3:] = 9.0 + torch.arange(3.0, dtype=torch.float64)  # the best values in the partial chunk
-        for k in (1, 3, min(10, width)):
-            top, index = _row_topk(x, k, chunk=16)
-            expected_top, expected_index = x.topk(k, dim=-1)
-            assert torch.equal(top, expected_top) and torch.equal(index, expected_index), (width, k)
+    for vocab in (7, 640, 1000, 1029, 8000):
+        for b, r, k in ((3, 1, 5), (4, 5, 5), (2, 3, 4)):
+            logp = torch.log_softmax(3 * torch.randn(b * r, vocab, generator=g), dim=-1)
+            logp[1, -3:] = 9.0 + torch.arange(3.0)  # the best values in the partial last chunk
+            scores = -10 * torch.rand(b, r, generator=g, dtype=torch.float64)
+            if r > 1:
+                scores[0, -1] = -torch.inf  # a dead hypothesis
+            forced = torch.zeros(b, dtype=torch.bool)
+            forced[-1] = True
+            top, parent, token = _best_extensions(logp, scores, forced, EOS, k)
+            count = min(2 * k, k * vocab)
+            candidates = (scores[..., None] + logp.view(b, r, vocab).double()).view(b, -1)
+            want_top, want_flat = candidates.topk(min(count, r * vocab), dim=1)
+            for s in range(b - 1):  # free sentences: the overall best candidates
+                assert torch.equal(top[s, : want_top.shape[1]], want_top[s]), (vocab, b, r, k, s)
+                assert torch.equal(parent[s, : want_top.shape[1]] * vocab + token[s, : want_top.shape[1]], want_flat[s])
+                assert bool(torch.isinf(top[s, want_top.shape[1]:]).all())
+            eos = (scores[-1] + logp.view(b, r, vocab)[-1, :, EOS].double()).sort(descending=True)
+            assert torch.equal(top[-1, :r], eos.values) and torch.equal(parent[-1, :r], eos.indices)
+            assert bool((token[-1] == EOS).all()) and bool(torch.isinf(top[-1, r:]).all())
+
