@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.set_defaults(run=cmd_merge)
 
-    p = sub.add_parser("eval", help="evaluate a checkpoint", description="Rebuild the model stored in a checkpoint (best.pt or last.pt) and print its loss and accuracy on a split as JSON.")
+    p = sub.add_parser("eval", help="evaluate a checkpoint", description="Rebuild the model stored in a checkpoint (best.pt or last.pt) and print its loss and accuracy on a split as JSON (translation runs: also BLEU and chrF, beam search as the run decoded).")
     p.add_argument("checkpoint", help="a checkpoint file written by train or compare")
     p.add_argument("--split", default="test", help="train, dev or test (default: test)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

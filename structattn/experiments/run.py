@@ -216,7 +216,8 @@ def rebuild_meta(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool = False) -> dict[str, float]:
-    """Rebuild the model stored in a checkpoint (its ``meta``) and score it on ``split``."""
+    """Rebuild the model stored in a checkpoint (its ``meta``) and score it on ``split``: ``loss`` and
+    ``accuracy``, plus ``bleu`` and ``chrf`` for a translation run."""
     meta = rebuild_meta(data)
     task = make_task(meta["task"])
     recorded = meta.get("task_options")  # absent from checkpoints written before it was recorded
@@ -232,6 +233,9 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     if split not in items:
         raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
     _warn_on_changed_data(meta, items)
+    if meta.get("kind") == "translation":  # both vocabularies, BLEU / chrF: structattn.experiments.translation
+        from structattn.experiments.translation import evaluate_translation
+        return evaluate_translation(data, task, items, split, providers, quiet)  # type: ignore[arg-type]
     config = EncoderConfig(**meta["model"])
     if hf_models.is_hf_setting(meta["plan"]):  # HF hook: the setting's tokenizer, rebuilt as training built it
         vocab, examples = hf_models.evaluation_data(meta["plan"], task, items, split, providers,

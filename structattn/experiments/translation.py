@@ -31,7 +31,7 @@ from structattn.structures.providers.base import StructureProvider
 from structattn.tasks.base import Item
 from structattn.tasks.translation import TranslationTask
 from structattn.training import Distributed, encode_items, seed_everything
-from structattn.training.seq2seq import Seq2SeqTrainer
+from structattn.training.seq2seq import Seq2SeqTrainer, teacher_forced_scores
 
 if TYPE_CHECKING:
     from structattn.experiments.run import RunSpec, Setup
@@ -150,6 +150,22 @@ def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, 
             "provenance": run_provenance(spec, data, watch),  # type: ignore[arg-type]
             "samples": [{"id": x.id, "hyp": h, "ref": reference_text(data.task.label(x), data.target_vocab)}
                         for x, h in list(zip(data.items["test"], hyps))[:5]]}
+
+
+def evaluate_translation(checkpoint: Mapping[str, Any], task: TranslationTask, items: Mapping[str, list[Item]],
+                         split: str, providers: Mapping[str, StructureProvider], quiet: bool = False) -> dict[str, float]:
+    """Rebuild a translation checkpoint's model (its ``meta``: plan, model sizes, both vocabularies) and score it
+    on ``split`` as the run did: teacher-forced ``loss`` and ``accuracy``, and ``bleu`` / ``chrf`` of beam
+    search with the task's beam and length penalty."""
+    meta = checkpoint["meta"]
+    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
+    data = prepare_translation(task, providers, {}, quiet=quiet, vocab=source, target=target, items={split: items[split]})
+    model = build_translation_model(task, len(source), len(target), meta["plan"], EncoderConfig(**meta["model"]),
+                                    providers)
+    model.load_state_dict(checkpoint["model"])
+    scores = teacher_forced_scores(model, data.examples[split])
+    bleu, _ = score_translations(model, data, split, beam=task.seq2seq.beam, quiet=quiet)
+    return {**scores, "bleu": bleu["bleu"], "chrf": bleu["chrf"]}
 
 
 def dry_run_translation(task: TranslationTask, plan: str, setup: "Setup", items_per_task: int = 2) -> None:

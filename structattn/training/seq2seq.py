@@ -70,15 +70,23 @@ class Seq2SeqTrainer(TrainingLoop):
     @torch.no_grad()
     def evaluate(self, examples: Sequence[PairExample]) -> dict[str, float]:
         """Teacher-forced mean token loss (no label smoothing) and next-token accuracy over real targets."""
-        self.model.eval()
-        loss_sum, right, total = 0.0, 0, 0
-        order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
-        for start in range(0, len(order), self.config.eval_batch_size):
-            chunk = [examples[i] for i in order[start:start + self.config.eval_batch_size]]
-            batch = pair_batch(chunk, self.model.bos_id, self.model.eos_id).to(self.device)
-            logits = self.model(batch).float()
-            real = batch.target_mask
-            loss_sum += float(torch.nn.functional.cross_entropy(logits[real], batch.target_out[real], reduction="sum"))
-            right += int((logits.argmax(-1) == batch.target_out)[real].sum())
-            total += int(real.sum())
-        return {"loss": loss_sum / max(total, 1), "accuracy": right / max(total, 1)}
+        return teacher_forced_scores(self.model, examples, self.config.eval_batch_size, self.device)
+
+
+@torch.no_grad()
+def teacher_forced_scores(model: Seq2SeqModel, examples: Sequence[PairExample], batch_size: int = 64,
+                          device: torch.device | str = "cpu") -> dict[str, float]:
+    """Teacher-forced mean token loss (no label smoothing) and next-token accuracy over the real target tokens
+    of ``examples`` (in batches of similar length); the model is put in eval mode."""
+    model.eval()
+    loss_sum, right, total = 0.0, 0, 0
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = [examples[i] for i in order[start:start + batch_size]]
+        batch = pair_batch(chunk, model.bos_id, model.eos_id).to(device)
+        logits = model(batch).float()
+        real = batch.target_mask
+        loss_sum += float(torch.nn.functional.cross_entropy(logits[real], batch.target_out[real], reduction="sum"))
+        right += int((logits.argmax(-1) == batch.target_out)[real].sum())
+        total += int(real.sum())
+    return {"loss": loss_sum / max(total, 1), "accuracy": right / max(total, 1)}

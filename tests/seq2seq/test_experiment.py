@@ -31,3 +31,18 @@ def test_compare_writes_bleu_and_chrf_and_bias(tmp_path):
     assert saved["metrics"]["bleu"] == by["soft"]["metrics"]["bleu"]
     assert saved["provenance"]["data"]["items"] == {"train": 120, "dev": 12, "test": 12}
     assert (tmp_path / "out" / "runs" / saved["run_id"] / "checkpoints" / "best.pt").is_file()
+
+
+def test_eval_rescores_a_translation_checkpoint_to_its_recorded_metrics(tmp_path, capsys):
+    """``structattn eval`` rebuilds a translation run (both vocabularies, the encoder plan) and gives back its
+    recorded test loss, accuracy, BLEU and chrF."""
+    from structattn import cli
+
+    records = run_tiny(tmp_path, "{'soft': 'soft_bias(dependency)'}")
+    checkpoint = next((tmp_path / "out" / "runs").glob("*/checkpoints/best.pt"))
+    capsys.readouterr()
+    assert cli.main(["eval", str(checkpoint), "--quiet"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    recorded = records[0]["metrics"]
+    assert scores["bleu"] == recorded["bleu"] and scores["chrf"] == recorded["chrf"]
+    assert scores["loss"] == recorded["test_loss"] and scores["accuracy"] == recorded["test_accuracy"]
