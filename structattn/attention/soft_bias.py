@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from itertools import pairwise
@@ -61,34 +62,45 @@ def distance_buckets(
         returns index ``(b, n, n)`` and token_mask ``(b, n)``.
     """
     key = (id(structure), tuple(lower_edges), batch_size, str(device))
-    hit = _BUCKETS.get(key)
-    if hit is not None and hit[0] == _stamp(structure):
-        _BUCKETS.move_to_end(key)
-        return hit[1], hit[2]
+    with _LOCK:
+        hit = _BUCKETS.get(key)
+        if hit is not None and hit[0] == _Stamp(structure):
+            _BUCKETS.move_to_end(key)
+            return hit[1], hit[2]
     distance = structure.dense_distance().to(device)
     token_mask = key_padding(structure, batch_size, distance.shape[-1], device)
     distance = distance.expand(batch_size, *distance.shape[-2:])
     index = bb.bucket_index(distance, token_mask, lower_edges)
     if structure.distance is not None:  # a window form builds its distance anew each call: not cached
-        _BUCKETS[key] = (_stamp(structure), index, token_mask)
-        while len(_BUCKETS) > BUCKET_CACHE_SIZE:
-            _BUCKETS.popitem(last=False)
+        with _LOCK:
+            _BUCKETS[key] = (_Stamp(structure, key), index, token_mask)
+            while len(_BUCKETS) > BUCKET_CACHE_SIZE:
+                _BUCKETS.popitem(last=False)
     return index, token_mask
 
 
 #: Bucket codes of the last few structures: the layers of one forward pass (each with its own ``soft_bias`` or
 #: ``fixed_decay``) read the same structure and would each rebuild the same ``(b, n, n)`` codes (1 ms per layer
 #: at b = 2, n = 512). An entry is used only while its structure is alive and holds the same distance and
-#: token-mask tensors, unmodified since (version counters); ``clear_bucket_cache()`` empties it.
+#: token-mask tensors, unmodified since (version counters), and is dropped when its structure is freed (so no
+#: codes outlive their batch); ``clear_bucket_cache()`` empties it.
 BUCKET_CACHE_SIZE = 4
 _BUCKETS: OrderedDict[tuple, tuple] = OrderedDict()
+_LOCK = threading.RLock()  # re-entrant: a freed structure's callback may run inside a locked block (garbage collection)
+
+
+def _forget(key: tuple) -> None:
+    with _LOCK:
+        _BUCKETS.pop(key, None)
 
 
 class _Stamp:
-    """Identity and version of a structure's distance and token mask (weak references: nothing kept alive)."""
+    """Identity and version of a structure's distance and token mask (weak references: nothing kept alive).
+    With a ``key``, the entry under it is dropped when the structure is freed."""
 
-    def __init__(self, structure: Structure) -> None:
-        self.refs = tuple(None if t is None else weakref.ref(t) for t in (structure, structure.distance, structure.token_mask))
+    def __init__(self, structure: Structure, key: tuple | None = None) -> None:
+        first = weakref.ref(structure) if key is None else weakref.ref(structure, lambda _: _forget(key))
+        self.refs = (first, *(None if t is None else weakref.ref(t) for t in (structure.distance, structure.token_mask)))
         self.versions = tuple(None if t is None else t._version for t in (structure.distance, structure.token_mask))
 
     def __eq__(self, other: object) -> bool:
@@ -97,13 +109,10 @@ class _Stamp:
                         for a, b in zip(self.refs, other.refs)))
 
 
-def _stamp(structure: Structure) -> _Stamp:
-    return _Stamp(structure)
-
-
 def clear_bucket_cache() -> None:
     """Forget every cached bucket index."""
-    _BUCKETS.clear()
+    with _LOCK:
+        _BUCKETS.clear()
 
 
 @register_attention("soft_bias")

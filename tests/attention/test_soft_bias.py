@@ -356,7 +356,8 @@ def test_bucket_codes_are_reused_across_layers_until_the_structure_changes(gener
     assert masked is not edited and int(masked[0, 0, 6]) == len(edges) + 1  # the padded-key code
     clone = copy.deepcopy(structure)
     assert soft_bias.distance_buckets(clone, 2, cpu, edges)[0] is not masked
-    alive = weakref.ref(clone)
+    alive, entries = weakref.ref(clone), len(soft_bias._BUCKETS)
     del clone
     gc.collect()
     assert alive() is None, "the bucket cache must not keep a structure alive"
+    assert len(soft_bias._BUCKETS) == entries - 1, "a freed structure's codes must leave the cache"
