@@ -214,6 +214,26 @@ def test_per_sentence_restores_the_thread_count_after_an_error(torch_threads):
     assert torch.get_num_threads() == 2
 
 
+def test_per_sentence_keeps_its_workers_and_starts_new_ones_after_a_fork(torch_threads, monkeypatch):
+    """The worker threads persist between calls (a pool per call cost ~0.7 ms and cold threads); a forked child
+    (another process id) or another thread count gets a pool of its own."""
+    import os
+    import threading
+
+    torch_threads(2)
+    cpu = torch.device("cpu")
+    names = worker_threads.per_sentence(lambda x: threading.current_thread().name, range(4), cpu)
+    assert all(name.startswith("structattn-worker") for name in names), names
+    pool = worker_threads._workers(2)
+    assert worker_threads.per_sentence(lambda x: x + 1, range(4), cpu) == [1, 2, 3, 4]
+    assert worker_threads._workers(2) is pool, "the pool must outlive a call"
+    monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a forked child: the threads are not there
+    child = worker_threads._workers(2)
+    assert child is not pool
+    monkeypatch.undo()
+    assert worker_threads._workers(3) is not child  # another thread count
+
+
 def _graph_has(tensor: torch.Tensor, name: str) -> bool:
     seen, stack = set(), [tensor.grad_fn]
     while stack:
