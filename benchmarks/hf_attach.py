@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2], help="torch intra-op threads (default: 1 2)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default=None,
                         help="cpu (process CPU time; meaningful at 1 thread) or wall; default: cpu at 1 thread, wall at 2")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per cell (default 5)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per cell (default 7)")
     parser.add_argument("--quick", action="store_true", help="smoke run on a tiny model")
     args = parser.parse_args()
     import transformers

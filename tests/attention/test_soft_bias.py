@@ -272,6 +272,23 @@ def test_inference_path_equals_training_path(per_head, forward_elements, generat
     torch.testing.assert_close(fast, module(q, k, v, structure), **TOL)
 
 
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_forward_grouping_gives_the_same_bits(num_threads, generator, torch_threads, monkeypatch):
+    """How many sentences share one fused forward call (FORWARD_BIAS_ELEMENTS) changes no bit of the output or
+    its logsumexp: trained models and README numbers do not depend on it."""
+    torch_threads(num_threads)
+    q, k, v = (torch.randn(3, 4, 33, 8, generator=generator) for _ in range(3))
+    index = bb.bucket_index(torch.randint(-1, 6, (3, 33, 33), generator=generator), torch.ones(3, 33, dtype=torch.bool),
+                            [0, 1, 2, 3])
+    ext = bb.extend_table(torch.randn(5, generator=generator), masking.mask_value(torch.float32), torch.float32)
+    results = []
+    for elements in (33 * 33, 2 * 33 * 33, 3 * 33 * 33):  # one, two, all three sentences per call
+        monkeypatch.setattr(bb, "FORWARD_BIAS_ELEMENTS", elements)
+        results.append(bb._flash_with_bias(q, k, v, ext, index))
+    for out, lse in results[1:]:
+        assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
+
+
 def test_naive_backend_equals_sdpa_backend(generator):
     structure = dependency_structure([7, 5], generator, forests=True)
     fast, slow = make(H, D, per_head=True).double(), make(H, D, per_head=True, backend="naive").double()
