@@ -23,7 +23,7 @@ BLOCK = 800  # capped at max(200, 2 * 222): blocks of 4 rows (444 // (3 * 37)), 
 def test_head_dim_caps_the_block(monkeypatch):
     assert bb._block_shape(8, 256, 64) == (256, 8, 128)  # benchmark shapes: 1 MiB blocks for short sentences
     assert bb._block_shape(8, 512, 64) == (512, 2, 512)  # 2 MiB from n = 512 (twice q: 2 h n d)
-    assert bb._block_shape(8, 1024, 64) == (512, 1, 512)  # 2 MiB, the whole span
+    assert bb._block_shape(8, 1024, 64) == (1024, 1, 1024)  # 4 MiB: the whole sentence, one head at a time
     monkeypatch.setattr(bb, "BLOCK_ELEMENTS", BLOCK)
     assert bb._block_shape(H, N, D) == (N, H, 4)
     assert bb._block_shape(H, N) == (N, H, 7)  # without d: BLOCK_ELEMENTS alone

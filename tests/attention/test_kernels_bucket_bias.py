@@ -16,9 +16,9 @@ from tests.reference.soft_bias import soft_bias_reference
 TOL = {"atol": 1e-9, "rtol": 1e-7}
 N = 9  # pairwise distinct from B=2, H=3, D=5; the second sentence has 6 real tokens
 
-#: (CHUNK_ELEMENTS, BLOCK_ELEMENTS) -> whole sentence and heads; 2-head groups in 2-row blocks; 3-row
+#: (CHUNK_ELEMENTS, BLOCK_ELEMENTS) -> whole sentence and heads; 2-head groups (half a chunk) in 2-row blocks; 3-row
 #: spans of single heads in blocks of 2 and 1 rows; everything 1.
-SHAPES = [(None, None), (2 * N * N, 40), (30, 20), (3, 1)]
+SHAPES = [(None, None), (4 * N * N, 40), (30, 20), (3, 1)]
 
 
 @pytest.mark.parametrize("chunk,block", SHAPES)
