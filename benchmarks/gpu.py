@@ -47,15 +47,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention import RADIUS, structure_for  # benchmarks/attention.py: the same inputs as the CPU benchmark
 from structattn.attention import get_attention
-from structattn.attention.soft_bias import clear_bucket_cache
-from structattn.structures import Sentence, Structure, get_provider
-from structattn.testing.inputs import random_heads
+from structattn.structures import Structure
 
 SIZES, QUICK_SIZES = (512, 1024, 2048, 4096, 8192, 16384), (128, 256)
-H, D, RADIUS = 8, 64, 64
+H, D = 8, 64
 ROWS = (("soft_bias", "sdpa"), ("soft_bias", "flex"), ("local_global", "flex"), ("local_global", "chunked"))
-PROVIDER = {"soft_bias": "dependency", "local_global": "window"}
 ROUND_SECONDS, MAX_CALLS = 0.02, 50  # steps per timed round: about this long, at most this many
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MiB = 2**20
@@ -84,20 +82,6 @@ class Cell:
 
 
 # ---------------------------------------------------------------- inputs
-
-def structures(b: int, n: int, device: torch.device, names: set[str]) -> dict[str, Structure]:
-    """Of ``names``: the ``dependency`` structure (random recursive trees, dense (b, n, n) distance) and the
-    ``window`` one (compact), moved to ``device``."""
-    out = {}
-    if "dependency" in names:
-        gen = torch.Generator().manual_seed(n)
-        trees = [Sentence(words=["w"] * n, heads=random_heads(n, gen), id=f"s{i}") for i in range(b)]
-        out["dependency"] = get_provider("dependency").batch(trees).to(device)
-    if "window" in names:
-        words = [Sentence(words=["w"] * n, id=f"s{i}") for i in range(b)]
-        out["window"] = get_provider("window", radius=RADIUS, global_tokens=(0, "last")).batch(words).to(device)
-    return out
-
 
 def train_step(call: Callable[[], torch.Tensor], leaves: list[torch.Tensor], module: nn.Module | None) -> Step:
     """One forward + backward of ``call``, gradients dropped afterwards (each step allocates its own)."""
@@ -247,7 +231,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, help="b for every n (default: 2 up to n = 4096, 1 above)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), help="default bfloat16 on CUDA, float32 on CPU")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
-    parser.add_argument("--only", choices=sorted(PROVIDER), help="one variant (both of its backends)")
+    parser.add_argument("--only", choices=sorted({name for name, _ in ROWS}), help="one variant (both of its backends)")
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu (smoke run)")
     parser.add_argument("--quick", action="store_true", help=f"smoke run: n = {QUICK_SIZES}, 2 rounds")
     parser.add_argument("--out", help="also write the markdown table to this file")
@@ -275,19 +259,18 @@ def run_size(n: int, b: int, rows: list[tuple[str, str]], rounds: int, device: t
              dtype: torch.dtype) -> Iterator[Cell]:
     """Every row at length ``n``, each against SDPA on the same q, k, v: the cells, as they finish."""
     built = time.perf_counter()
-    structs = structures(b, n, device, {PROVIDER[name] for name, _ in rows})
     gen = torch.Generator().manual_seed(n)
+    structs = {name: structure_for(name, b, n, gen).to(device) for name in dict.fromkeys(name for name, _ in rows)}
     qkv = [torch.randn(b, H, n, D, generator=gen).to(device, dtype).requires_grad_() for _ in range(3)]
     print(f"  n={n} b={b}: structures in {time.perf_counter() - built:.1f} s", file=sys.stderr, flush=True)
     base = train_step(lambda: F.scaled_dot_product_attention(*qkv), qkv, None)
     for name, backend in rows:
         cell = Cell(name, backend, n, b)
-        measure(cell, base, qkv, structs[PROVIDER[name]], rounds, device, dtype)
+        measure(cell, base, qkv, structs[name], rounds, device, dtype)
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
         yield cell
-    clear_bucket_cache()  # soft_bias keeps the codes of its last structures: drop them with this length's inputs
 
 
 def main() -> None:

@@ -64,7 +64,7 @@ def distance_buckets(
     key = (id(structure), tuple(lower_edges), batch_size, str(device))
     with _LOCK:
         hit = _BUCKETS.get(key)
-        if hit is not None and hit[0] == _Stamp(structure):
+        if hit is not None and _still_valid(hit[0], structure):
             _BUCKETS.move_to_end(key)
             return hit[1], hit[2]
     distance = structure.dense_distance().to(device)
@@ -73,7 +73,7 @@ def distance_buckets(
     index = bb.bucket_index(distance, token_mask, lower_edges)
     if structure.distance is not None:  # a window form builds its distance anew each call: not cached
         with _LOCK:
-            _BUCKETS[key] = (_Stamp(structure, key), index, token_mask)
+            _BUCKETS[key] = (_stamp(structure, key), index, token_mask)
             while len(_BUCKETS) > BUCKET_CACHE_SIZE:
                 _BUCKETS.popitem(last=False)
     return index, token_mask
@@ -94,19 +94,20 @@ def _forget(key: tuple) -> None:
         _BUCKETS.pop(key, None)
 
 
-class _Stamp:
-    """Identity and version of a structure's distance and token mask (weak references: nothing kept alive).
-    With a ``key``, the entry under it is dropped when the structure is freed."""
+def _stamp(structure: Structure, key: tuple) -> tuple:
+    """Weak references to the structure (its entry under ``key`` is dropped when it is freed), its distance and
+    its token mask, and the two tensors' versions: nothing is kept alive."""
+    tensors = (structure.distance, structure.token_mask)
+    refs = (weakref.ref(structure, lambda _: _forget(key)), *(None if t is None else weakref.ref(t) for t in tensors))
+    return refs, tuple(None if t is None else t._version for t in tensors)
 
-    def __init__(self, structure: Structure, key: tuple | None = None) -> None:
-        first = weakref.ref(structure) if key is None else weakref.ref(structure, lambda _: _forget(key))
-        self.refs = (first, *(None if t is None else weakref.ref(t) for t in (structure.distance, structure.token_mask)))
-        self.versions = tuple(None if t is None else t._version for t in (structure.distance, structure.token_mask))
 
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, _Stamp) and self.versions == other.versions
-                and all((a is None and b is None) or (a is not None and b is not None and a() is not None and a() is b())
-                        for a, b in zip(self.refs, other.refs)))
+def _still_valid(stamp: tuple, structure: Structure) -> bool:
+    """Whether ``structure`` still holds the very tensors of ``stamp``, unmodified since."""
+    refs, versions = stamp
+    now = (structure, structure.distance, structure.token_mask)
+    return (all(obj is None if ref is None else ref() is obj for ref, obj in zip(refs, now))
+            and versions == tuple(None if t is None else t._version for t in now[1:]))
 
 
 def clear_bucket_cache() -> None:

@@ -235,7 +235,7 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     _warn_on_changed_data(meta, items)
     if meta.get("kind") == "translation":  # both vocabularies, BLEU / chrF: structattn.experiments.translation
         from structattn.experiments.translation import evaluate_translation
-        return evaluate_translation(data, task, items, split, providers, quiet)  # type: ignore[arg-type]
+        return evaluate_translation(data, task, items, split, quiet)  # type: ignore[arg-type]
     config = EncoderConfig(**meta["model"])
     if hf_models.is_hf_setting(meta["plan"]):  # HF hook: the setting's tokenizer, rebuilt as training built it
         vocab, examples = hf_models.evaluation_data(meta["plan"], task, items, split, providers,

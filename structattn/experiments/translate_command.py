@@ -45,12 +45,16 @@ def load_translator(path: str | Path) -> Translator:
     Raises:
         ValueError: the checkpoint holds no translation model.
     """
+    return translator_from(load_checkpoint(path), repr(str(path)))
+
+
+def translator_from(data: dict[str, Any], where: str = "the checkpoint") -> Translator:
+    """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors)."""
     from structattn.experiments.run import make_providers
 
-    data = load_checkpoint(path)
     meta = data.get("meta") or {}
     if meta.get("kind") != "translation":
-        raise ValueError(f"{str(path)!r} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
+        raise ValueError(f"{where} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
     plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
     providers = make_providers(meta["structures"], meta["structures"])
     source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])

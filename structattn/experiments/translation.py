@@ -153,18 +153,17 @@ def execute_translation(spec: "RunSpec", setup: "Setup", data: TranslationData, 
 
 
 def evaluate_translation(checkpoint: Mapping[str, Any], task: TranslationTask, items: Mapping[str, list[Item]],
-                         split: str, providers: Mapping[str, StructureProvider], quiet: bool = False) -> dict[str, float]:
-    """Rebuild a translation checkpoint's model (its ``meta``: plan, model sizes, both vocabularies) and score it
-    on ``split`` as the run did: teacher-forced ``loss`` and ``accuracy``, and ``bleu`` / ``chrf`` of beam
-    search with the task's beam and length penalty."""
-    meta = checkpoint["meta"]
-    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
-    data = prepare_translation(task, providers, {}, quiet=quiet, vocab=source, target=target, items={split: items[split]})
-    model = build_translation_model(task, len(source), len(target), meta["plan"], EncoderConfig(**meta["model"]),
-                                    providers)
-    model.load_state_dict(checkpoint["model"])
-    scores = teacher_forced_scores(model, data.examples[split])
-    bleu, _ = score_translations(model, data, split, beam=task.seq2seq.beam, quiet=quiet)
+                         split: str, quiet: bool = False) -> dict[str, float]:
+    """Score a translation checkpoint (rebuilt as ``structattn translate`` rebuilds it: plan, model, both
+    vocabularies) on ``split`` as the run did: teacher-forced ``loss`` and ``accuracy``, and ``bleu`` / ``chrf``
+    of beam search with the task's beam and length penalty."""
+    from structattn.experiments.translate_command import translator_from
+
+    loaded = translator_from(dict(checkpoint))
+    data = prepare_translation(task, loaded.providers, {}, quiet=quiet, vocab=loaded.source, target=loaded.target,
+                               items={split: items[split]})
+    scores = teacher_forced_scores(loaded.model, data.examples[split])
+    bleu, _ = score_translations(loaded.model, data, split, beam=task.seq2seq.beam, quiet=quiet)
     return {**scores, "bleu": bleu["bleu"], "chrf": bleu["chrf"]}
 
 

@@ -67,7 +67,6 @@ class Seq2SeqTrainer(TrainingLoop):
             row["dev_score"] = float(self.dev_score(self.model))
         return row, row.get("dev_score", row["dev_accuracy"])
 
-    @torch.no_grad()
     def evaluate(self, examples: Sequence[PairExample]) -> dict[str, float]:
         """Teacher-forced mean token loss (no label smoothing) and next-token accuracy over real targets."""
         return teacher_forced_scores(self.model, examples, self.config.eval_batch_size, self.device)
