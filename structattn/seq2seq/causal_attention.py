@@ -34,10 +34,11 @@ class CausalSelfAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
-        q, k, v = rearrange(self.qkv(x), "b i (three h d) -> three b h i d", three=3, h=self.num_heads)
-        past = 0 if cache is None or cache.self_k is None else cache.self_k.shape[2]
+        q, k, v = rearrange(self.qkv(x), "b i (three h d) -> three b i h d", three=3, h=self.num_heads)
+        past = 0 if cache is None or cache.self_k is None else cache.self_k.shape[1]
         if cache is not None:
-            k, v = cache.append(k, v)
+            k, v = cache.append(k, v)  # (b, t, h, d): the cache's time-major layout
+        q, k, v = (rearrange(z, "b i h d -> b h i d") for z in (q, k, v))  # views: SDPA reads the strides
         drop = self.dropout if self.training else 0.0
         new = q.shape[2]
         if past == 0 or new == 1:  # causal among the new tokens alone, or one query that sees every key
