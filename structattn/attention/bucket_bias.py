@@ -186,7 +186,11 @@ class BucketBiasSDPA(torch.autograd.Function):
         splits = min(h, -(-workers // b))  # head ranges per sentence, so that every thread gets work
         tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
-        parts = _for_sentences(lambda task: _backward_task(task, *saved), tasks, n * n, q.device)
+        group = _sentence_group(h, n, d)
+        if splits == 1 and group > 1 and n * n < PARALLEL_PAIRS:  # short sentences, several per op
+            parts = [part for g0 in range(0, b, group) for part in _backward_group(g0, min(b, g0 + group), *saved)]
+        else:
+            parts = _for_sentences(lambda task: _backward_task(task, *saved), tasks, n * n, q.device)
         return (*grads, torch.stack(parts).sum(0), None, None)
 
 
@@ -225,6 +229,48 @@ def _block_shape(h: int, n: int, d: int | None = None) -> tuple[int, int, int]:
     heads = max(1, min(h, CHUNK_ELEMENTS // 2 // (span * n)))
     block = BLOCK_ELEMENTS if d is None else min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d))
     return span, heads, max(1, min(span, block // (heads * n)))
+
+
+def _sentence_group(h: int, n: int, d: int) -> int:
+    """Sentences per :func:`_backward_group`: as many whole ``(h, n, n)`` score tensors as fit in one backward
+    block of :func:`_block_shape` (0 or 1: a sentence needs a block, or several, of its own)."""
+    return min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d)) // (h * n * n)
+
+
+@torch.no_grad()
+def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads) -> list[torch.Tensor]:
+    """:func:`_backward_task` for sentences ``g0:g1`` at once, every head, when each of them is one block of
+    :func:`_block_shape` (one span, one head group, one block: see :func:`_sentence_group`): the same products
+    batched over ``(sentence, head)``, so a step of short sentences runs 11 ops per group instead of about 40
+    Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8: 1.35x -> 1.3x at 1 thread,
+    1.6x -> 1.45x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
+    and the table gradient is still binned sentence by sentence: the gradients are the same bits (tested).
+    Returns one ``d_ext`` per sentence."""
+    (dq, dk, dv), (_, h, n, d) = grads, q.shape
+    m, s, scale = g1 - g0, slice(g0, g1), d**-0.5
+    go = grad_out[s]
+    if not bool(token_mask[s].all()):
+        go = go.masked_fill(~token_mask[s, None, :, None], 0.0)  # padded queries output constant zeros
+    ones = torch.ones(m, h, n, 1, dtype=q.dtype)
+    q_aug = torch.cat([q[s] * scale, -lse[s, :, :, None]], -1).flatten(0, 1)  # (m h, n, d + 1)
+    k_aug_t = torch.cat([k[s], ones], -1).flatten(0, 1).transpose(1, 2)  # (m h, d + 1, n): [k, 1]^T
+    v_aug_t = torch.cat([v[s], ones], -1).flatten(0, 1).transpose(1, 2)
+    dp_aug = torch.cat([go, neg_delta[s]], -1).flatten(0, 1)
+    bias = gather_bias(ext, index[s])  # (m, 1 or h, n, n)
+    p = bias.expand(m, h, n, n).contiguous().view(m * h, n, n).baddbmm_(q_aug, k_aug_t).exp_()  # P (own buffer)
+    ds = torch.bmm(dp_aug, v_aug_t).mul_(p)  # dS
+    dq[s].flatten(0, 1).baddbmm_(ds, k[s].flatten(0, 1), beta=0.0, alpha=scale)
+    dk[s].flatten(0, 1).baddbmm_(ds.transpose(1, 2), q[s].flatten(0, 1), beta=0.0, alpha=scale)
+    dv[s].flatten(0, 1).baddbmm_(p.transpose(1, 2), go.flatten(0, 1), beta=0.0)
+    ds = ds.view(m, h, n * n)
+    per_pair = ds if ext.dim() == 2 else (ds.sum(1, keepdim=True) if h > 1 else ds)  # (m, h or 1, n n)
+    parts = []
+    for i in range(m):
+        codes, part = index[g0 + i].reshape(-1), torch.zeros_like(ext)
+        for j in range(per_pair.shape[1]):
+            (part[j] if ext.dim() == 2 else part).add_(torch.bincount(codes, weights=per_pair[i, j], minlength=ext.shape[-1]))
+        parts.append(part)
+    return parts
 
 
 @torch.no_grad()  # worker threads start with grad mode on; the backward itself is not differentiable
