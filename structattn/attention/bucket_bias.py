@@ -258,7 +258,9 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     dp_aug = torch.cat([go, neg_delta[s]], -1).flatten(0, 1)
     bias = gather_bias(ext, index[s])  # (m, 1 or h, n, n)
     p = bias.expand(m, h, n, n).contiguous().view(m * h, n, n).baddbmm_(q_aug, k_aug_t).exp_()  # P (own buffer)
+    del bias, q_aug, k_aug_t  # freed before dS: the peak holds four (m h, n, .) buffers, not six
     ds = torch.bmm(dp_aug, v_aug_t).mul_(p)  # dS
+    del dp_aug, v_aug_t
     dq[s].flatten(0, 1).baddbmm_(ds, k[s].flatten(0, 1), beta=0.0, alpha=scale)
     dk[s].flatten(0, 1).baddbmm_(ds.transpose(1, 2), q[s].flatten(0, 1), beta=0.0, alpha=scale)
     dv[s].flatten(0, 1).baddbmm_(p.transpose(1, 2), go.flatten(0, 1), beta=0.0)
