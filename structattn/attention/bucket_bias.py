@@ -160,7 +160,8 @@ class BucketBiasSDPA(torch.autograd.Function):
     bias of a few sentences in the forward; a span's bias and accumulator plus one block per thread in
     the backward.
 
-    The tasks run through :func:`per_sentence` (worker threads, single-threaded ops).
+    The tasks run through :func:`per_sentence` (worker threads, single-threaded ops). Short sentences, each a
+    single block, run several per op instead (:func:`_backward_group`; the same bits).
 
     Args (of ``apply``): q, k, v ``(b, h, n, d)`` float32/float64; ext ``(K + 2)`` or ``(h, K + 2)`` from
     :func:`extend_table` (its gradient is returned for the whole extended table); index ``(b, n, n)`` from
