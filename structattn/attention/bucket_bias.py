@@ -252,8 +252,8 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     """:func:`_backward_task` for sentences ``g0:g1`` at once, every head, when each of them is one block of
     :func:`_block_shape` (one span, one head group, one block: see :func:`_sentence_group`): the same products
     batched over ``(sentence, head)``, so a step of short sentences runs 11 ops per group instead of about 40
-    Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8: 1.35x -> 1.3x at 1 thread,
-    1.6x -> 1.45x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
+    Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8, interleaved: 1.25-1.30x -> 1.17-1.24x
+    at 1 thread, 1.59-1.65x -> 1.42-1.49x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
     and the table gradient is still binned sentence by sentence: the gradients are the same bits (tested).
     Returns one ``d_ext`` per sentence."""
     (dq, dk, dv), (_, h, n, d) = grads, q.shape

@@ -12,10 +12,8 @@ import torch
 
 from structattn.attention import bucket_bias as bb
 from tests.attention.cases import dependency_structure, random_qkv
-from tests.attention.cases.soft_bias import make
-from tests.reference.soft_bias import soft_bias_reference
+from tests.attention.cases.soft_bias import assert_matches_oracle, make
 
-TOL = {"atol": 1e-9, "rtol": 1e-7}
 B, H, N, D = 2, 3, 37, 2  # h n d = 222 scores
 BLOCK = 800  # capped at max(200, 2 * 222): blocks of 4 rows (444 // (3 * 37)), the last one of 1 row; 7 uncapped
 
@@ -43,16 +41,9 @@ def test_capped_blocks_match_the_oracle(per_head, num_threads, on_workers, gener
     threads = torch.get_num_threads()
     torch.set_num_threads(num_threads)
     try:
-        out = module(q, k, v, structure)
-        want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
-        torch.testing.assert_close(out, want, **TOL)
-        leaves = [q, k, v, module.table, module.scale]
-        grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
-        got = torch.autograd.grad(out, leaves, grad_out)
+        assert_matches_oracle(module, q, k, v, structure, generator)
     finally:
         torch.set_num_threads(threads)
-    for g, ref in zip(got, torch.autograd.grad(want, leaves, grad_out)):
-        torch.testing.assert_close(g, ref, **TOL)
 
 
 def test_worker_pool_only_for_enough_or_large_tasks(monkeypatch):

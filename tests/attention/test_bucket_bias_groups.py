@@ -10,10 +10,8 @@ import torch
 
 from structattn.attention import bucket_bias as bb
 from tests.attention.cases import dependency_structure, random_qkv
-from tests.attention.cases.soft_bias import make
-from tests.reference.soft_bias import soft_bias_reference
+from tests.attention.cases.soft_bias import assert_matches_oracle, make
 
-TOL = {"atol": 1e-9, "rtol": 1e-7}
 H, N, D = 3, 11, 4
 LENGTHS = [N, 7, N, 4, 9]  # b = 5: groups of 2 leave one sentence alone
 
@@ -57,13 +55,7 @@ def test_groups_match_the_oracle(generator, monkeypatch):
     monkeypatch.setattr(bb, "_sentence_group", lambda h, n, d: 3)
     structure = dependency_structure(LENGTHS, generator, forests=True)
     q, k, v = random_qkv(len(LENGTHS), H, N, D, generator)
-    out = module(q, k, v, structure)
-    want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
-    torch.testing.assert_close(out, want, **TOL)
-    leaves = [q, k, v, module.table, module.scale]
-    grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
-    for got, ref in zip(torch.autograd.grad(out, leaves, grad_out), torch.autograd.grad(want, leaves, grad_out)):
-        torch.testing.assert_close(got, ref, **TOL)
+    assert_matches_oracle(module, q, k, v, structure, generator)
 
 
 def test_group_size_is_whole_sentences_per_block():

@@ -9,7 +9,7 @@ import torch
 from structattn.attention import bucket_bias as bb
 from structattn.attention import threads as worker_threads
 from tests.attention.cases import dependency_structure, random_qkv
-from tests.attention.cases.soft_bias import make
+from tests.attention.cases.soft_bias import assert_matches_oracle, make
 from tests.attention.conftest import B, D, H
 from tests.reference.soft_bias import soft_bias_reference
 
@@ -62,13 +62,7 @@ def test_blocked_backward_matches_the_oracle(per_head, chunk, block, parallel, m
     index = module.bucket_index(structure, B, torch.device("cpu"))
     assert index.dtype == (torch.uint8 if max_distance == 3 else torch.int32)
     q, k, v = random_qkv(B, H, N, D, generator)
-    out = module(q, k, v, structure)
-    want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
-    torch.testing.assert_close(out, want, **TOL)
-    leaves = [q, k, v, module.table, module.scale]
-    grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
-    for got, ref in zip(torch.autograd.grad(out, leaves, grad_out), torch.autograd.grad(want, leaves, grad_out)):
-        torch.testing.assert_close(got, ref, **TOL)
+    assert_matches_oracle(module, q, k, v, structure, generator)
 
 
 def test_table_gradient_counts_every_head(generator):

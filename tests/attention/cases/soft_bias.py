@@ -28,3 +28,19 @@ def make_structure(lengths: list[int], generator: torch.Generator) -> Structure:
 
 def reference(q, k, v, structure, module, hidden=None):
     return soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
+
+
+#: Tolerance of the float64 kernels against the float64 oracle.
+ORACLE_TOL = {"atol": 1e-9, "rtol": 1e-7}
+
+
+def assert_matches_oracle(module, q, k, v, structure: Structure, generator: torch.Generator) -> None:
+    """``module``'s output and its gradients (q, k, v, table, scale) for a random ``dO`` equal the float64
+    oracle's (the kernel runs under the caller's thread and block settings)."""
+    out = module(q, k, v, structure)
+    want, _ = soft_bias_reference(module, q, k, v, structure.distance, structure.token_mask)
+    torch.testing.assert_close(out, want, **ORACLE_TOL)
+    leaves = [q, k, v, module.table, module.scale]
+    grad_out = torch.randn(out.shape, generator=generator, dtype=out.dtype)
+    for got, ref in zip(torch.autograd.grad(out, leaves, grad_out), torch.autograd.grad(want, leaves, grad_out)):
+        torch.testing.assert_close(got, ref, **ORACLE_TOL)
