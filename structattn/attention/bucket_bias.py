@@ -197,7 +197,7 @@ class BucketBiasSDPA(torch.autograd.Function):
         tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
         group = _sentence_group(h, n, d)
-        if splits == 1 and group > 1 and n * n < PARALLEL_PAIRS:  # short sentences, several per op
+        if splits == 1 and group and n * n < PARALLEL_PAIRS:  # short sentences: whole sentences per op
             parts = [part for g0 in range(0, b, group) for part in _backward_group(g0, min(b, g0 + group), *saved)]
         else:
             parts = _for_sentences(lambda task: _backward_task(task, *saved), tasks, n * n, q.device)
@@ -243,8 +243,12 @@ def _block_shape(h: int, n: int, d: int | None = None) -> tuple[int, int, int]:
 
 def _sentence_group(h: int, n: int, d: int) -> int:
     """Sentences per :func:`_backward_group`: as many whole ``(h, n, n)`` score tensors as fit in one backward
-    block of :func:`_block_shape` (0 or 1: a sentence needs a block, or several, of its own)."""
-    return min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d)) // (h * n * n)
+    block of :func:`_block_shape` (then the group computes exactly what the per-sentence tasks would); else 1
+    while a sentence's scores fit in half of :data:`BLOCK_ELEMENTS` (n <= 256 at h = 8: one block of all rows
+    instead of the tasks' row blocks, fwd+bwd vs SDPA at n = 256, b = 8, interleaved: 1.33-1.35x -> 1.2x at 1
+    thread, 1.55-1.60x -> 1.4x at 2 threads); else 0 (the tasks' blocked backward)."""
+    whole = min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d)) // (h * n * n)
+    return whole if whole else int(h * n * n <= BLOCK_ELEMENTS // 2)
 
 
 @torch.no_grad()
@@ -254,7 +258,8 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     batched over ``(sentence, head)``, so a step of short sentences runs 11 ops per group instead of about 40
     Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8, interleaved: 1.25-1.30x -> 1.17-1.24x
     at 1 thread, 1.59-1.65x -> 1.42-1.49x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
-    and the table gradient is still binned sentence by sentence: the gradients are the same bits (tested).
+    and the table gradient is still binned sentence by sentence: on one thread the gradients are the same bits
+    (tested); on two, torch's threaded products rounded differently in rare runs (1 of 512 cases compared).
     Returns one ``d_ext`` per sentence."""
     (dq, dk, dv), (_, h, n, d) = grads, q.shape
     m, s, scale = g1 - g0, slice(g0, g1), d**-0.5

@@ -1,5 +1,6 @@
 """``BucketBiasSDPA``'s backward for short sentences, several sentences per op (``_backward_group``), against the
-per-sentence tasks it replaces (the same bits: shipped comparisons keep their numerics) and the float64 oracle:
+per-sentence tasks it replaces (the same bits where each sentence is one task block: shipped comparisons keep
+their numerics), and one sentence per op where the tasks would split it into row blocks, against the float64 oracle:
 shared and per-head tables, padding, uint8 and int32 codes, groups that do not divide the batch, q/k/v that are
 views of one fused projection (as in the encoder)."""
 
@@ -58,11 +59,28 @@ def test_groups_match_the_oracle(generator, monkeypatch):
     assert_matches_oracle(module, q, k, v, structure, generator)
 
 
+def test_one_sentence_in_one_block_matches_the_oracle(generator, monkeypatch):
+    """A sentence whose scores fit in half a block but that the per-sentence task would split into row blocks
+    (here 8 + 3 rows) runs as one block of its own, and still matches the oracle."""
+    monkeypatch.setattr(bb, "BLOCK_ELEMENTS", 800)  # block max(200, 2 h n d = 264) -> 264 < h n n = 363 <= 400
+    assert bb._block_shape(H, N, D)[2] == 8 and bb._sentence_group(H, N, D) == 1
+    sizes = []
+    real = bb._backward_group
+    monkeypatch.setattr(bb, "_backward_group", lambda *a: sizes.append(a[1] - a[0]) or real(*a))
+    for per_head in (False, True):
+        module = make(H, D, per_head=per_head).double()
+        structure = dependency_structure(LENGTHS, generator, forests=True)
+        q, k, v = random_qkv(len(LENGTHS), H, N, D, generator)
+        assert_matches_oracle(module, q, k, v, structure, generator)
+    assert sizes == [1] * (2 * len(LENGTHS))
+
+
 def test_group_size_is_whole_sentences_per_block():
-    """Benchmark shapes (h 8, d 64): two 128-token sentences per group; from n = 256 a sentence fills a block
-    (or more) by itself and keeps the per-sentence path."""
+    """Benchmark shapes (h 8, d 64): two 128-token sentences per group (the same products as the per-sentence
+    tasks); 256 tokens: one sentence, one block; from n = 257 the per-sentence tasks' row blocks."""
     assert bb._sentence_group(8, 128, 64) == 2
     assert bb._sentence_group(8, 64, 64) == 8
-    assert bb._sentence_group(8, 256, 64) == 0
+    assert bb._sentence_group(8, 256, 64) == 1
+    assert bb._sentence_group(8, 257, 64) == 0
     span, heads, rows = bb._block_shape(8, 128, 64)
-    assert (span, heads, rows) == (128, 8, 128)  # what the group path assumes of each of its sentences
+    assert (span, heads, rows) == (128, 8, 128)  # what the group path assumes of each sentence when it groups
