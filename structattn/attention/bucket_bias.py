@@ -245,8 +245,8 @@ def _sentence_group(h: int, n: int, d: int) -> int:
     """Sentences per :func:`_backward_group`: as many whole ``(h, n, n)`` score tensors as fit in one backward
     block of :func:`_block_shape` (then the group computes exactly what the per-sentence tasks would); else 1
     while a sentence's scores fit in half of :data:`BLOCK_ELEMENTS` (n <= 256 at h = 8: one block of all rows
-    instead of the tasks' row blocks, fwd+bwd vs SDPA at n = 256, b = 8, interleaved: 1.33-1.35x -> 1.2x at 1
-    thread, 1.55-1.60x -> 1.4x at 2 threads); else 0 (the tasks' blocked backward)."""
+    instead of the tasks' row blocks, fwd+bwd vs SDPA at n = 256, b = 8, each timed right after SDPA: 1.32-1.41x
+    -> 1.27-1.33x at 1 thread, 1.46-1.66x -> 1.48-1.56x at 2 threads); else 0 (the tasks' blocked backward)."""
     whole = min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d)) // (h * n * n)
     return whole if whole else int(h * n * n <= BLOCK_ELEMENTS // 2)
 
@@ -256,8 +256,8 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     """:func:`_backward_task` for sentences ``g0:g1`` at once, every head, when each of them is one block of
     :func:`_block_shape` (one span, one head group, one block: see :func:`_sentence_group`): the same products
     batched over ``(sentence, head)``, so a step of short sentences runs 11 ops per group instead of about 40
-    Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8, interleaved: 1.25-1.30x -> 1.17-1.24x
-    at 1 thread, 1.59-1.65x -> 1.42-1.49x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
+    Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8, each timed right after SDPA in one
+    process: 1.38-1.39x -> 1.28-1.34x at 1 thread, 1.67-1.70x -> 1.49-1.55x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
     and the table gradient is still binned sentence by sentence: on one thread the gradients are the same bits
     (tested); on two, torch's threaded products rounded differently in rare runs (1 of 512 cases compared).
     Returns one ``d_ext`` per sentence."""
