@@ -17,8 +17,8 @@ sentence through the ``dependency`` provider (a dense (b, n, n) distance), with 
 ``F.scaled_dot_product_attention(q, k, v)``, no mask, on the same q, k, v of shape (b, h=8, n, d=64); b = 2 up to
 n = 4096 and 1 above (``--batch`` sets it): soft_bias's (b, n, n) distances and bucket codes grow as n^2.
 
-Time: a training step of the attention (module in train mode, ``out.sum().backward()`` into q, k, v and the
-table). On CUDA, ``torch.cuda.Event``s around ``calls`` back-to-back steps (sized from the warm-up to about
+Time: a training step of the attention (module in train mode, ``out.backward(dO)`` with a fixed random ``dO``,
+into q, k, v and the table). On CUDA, ``torch.cuda.Event``s around ``calls`` back-to-back steps (sized from the warm-up to about
 :data:`ROUND_SECONDS`, so that small n measure more than launch latency), per step; on CPU the wall clock. Each
 round runs the baseline then the variant (interleaved); a figure is the best round, the ratio best / best.
 Warm-up: two steps of each. The first step of the variant is reported alone ("first s", synchronised wall clock):
@@ -86,8 +86,14 @@ class Cell:
 def train_step(call: Callable[[], torch.Tensor], leaves: list[torch.Tensor], module: nn.Module | None) -> Step:
     """One forward + backward of ``call``, gradients dropped afterwards (each step allocates its own)."""
 
+    grad: list[torch.Tensor] = []  # dO, drawn on the first (warm-up) step
+
     def step() -> None:
-        call().sum().backward()
+        out = call()
+        if not grad:
+            gen = torch.Generator(device=out.device).manual_seed(7)
+            grad.append(torch.randn(out.shape, generator=gen, dtype=out.dtype, device=out.device))
+        out.backward(grad[0])
         for t in leaves:
             t.grad = None
         if module is not None:
@@ -179,7 +185,8 @@ TABLE_HEAD = ("| variant | backend | n | b | fwd+bwd ms | SDPA ms | ratio | peak
 
 LEGEND = (f"soft_bias: learnable table shared by the heads, random dependency trees; local_global: window radius "
           f"{RADIUS}, first and last token global. Baseline: F.scaled_dot_product_attention(q, k, v), no mask, same "
-          "q, k, v. ms: one training step (forward + out.sum().backward()), best round; peak MiB: extra memory "
+          "q, k, v. ms: one training step (forward + out.backward(dO), dO fixed random), best round; peak MiB: extra "
+          "memory "
           "allocated during one step; first s: the variant's first step (flex: includes compiling).")
 
 

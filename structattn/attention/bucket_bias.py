@@ -77,7 +77,7 @@ def gather_bias(ext: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         return ext.index_select(1, flat).view(-1, b, n, m).transpose(0, 1)
     bias = torch.empty(b, ext.shape[0] if ext.dim() == 2 else 1, n * m, dtype=ext.dtype, device=ext.device)
     rows = ext.detach().view(-1, ext.shape[-1])
-    if rows.shape[0] == 1 and not _on_workers(b, n * m, ext.device):  # one gather for the batch: 106 -> 65 us at b 8, n 128
+    if rows.shape[0] == 1 and not _on_workers(b, n * m, ext.device):  # one gather: 106 -> 65 us at b 8, n 128
         _gather_rows(rows, index.reshape(-1), bias.view(1, -1))
     else:
         _for_sentences(lambda bi: _gather_rows(rows, index[bi].reshape(-1), bias[bi]), range(b), n * m, ext.device)
@@ -257,9 +257,10 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     :func:`_block_shape` (one span, one head group, one block: see :func:`_sentence_group`): the same products
     batched over ``(sentence, head)``, so a step of short sentences runs 11 ops per group instead of about 40
     Python-dispatched ops per sentence (fwd+bwd vs SDPA at n = 128, b = 8, each timed right after SDPA in one
-    process: 1.38-1.39x -> 1.28-1.34x at 1 thread, 1.67-1.70x -> 1.49-1.55x at 2 threads). Each product is the very product of the per-sentence task on the same operands,
-    and the table gradient is still binned sentence by sentence: on one thread the gradients are the same bits
-    (tested); on two, torch's threaded products rounded differently in rare runs (1 of 512 cases compared).
+    process: 1.38-1.39x -> 1.28-1.34x at 1 thread, 1.67-1.70x -> 1.49-1.55x at 2 threads). Each product is the
+    very product of the per-sentence task on the same operands, and the table gradient is still binned sentence
+    by sentence: on one thread the gradients are the same bits (tested); on two, torch's threaded products
+    rounded differently in rare runs (1 of 512 cases compared).
     Returns one ``d_ext`` per sentence."""
     (dq, dk, dv), (_, h, n, d) = grads, q.shape
     m, s, scale = g1 - g0, slice(g0, g1), d**-0.5
@@ -285,7 +286,8 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     for i in range(m):
         codes, part = index[g0 + i].reshape(-1), torch.zeros_like(ext)
         for j in range(per_pair.shape[1]):
-            (part[j] if ext.dim() == 2 else part).add_(torch.bincount(codes, weights=per_pair[i, j], minlength=ext.shape[-1]))
+            binned = torch.bincount(codes, weights=per_pair[i, j], minlength=ext.shape[-1])
+            (part[j] if ext.dim() == 2 else part).add_(binned)
         parts.append(part)
     return parts
 

@@ -25,7 +25,8 @@ def _grads(module, lengths, dtype, *, grouped: bool, group: int, monkeypatch):
     monkeypatch.setattr(bb, "_sentence_group", lambda h, n, d: group if grouped else 0)
     monkeypatch.setattr(bb, "_backward_group", lambda *a: calls.append(a[1] - a[0]) or real(*a))
     structure = dependency_structure(lengths, torch.Generator().manual_seed(5), forests=True)
-    fused = torch.randn(len(lengths), N, 3, H, D, generator=torch.Generator().manual_seed(6), dtype=dtype, requires_grad=True)
+    fused = torch.randn(len(lengths), N, 3, H, D, generator=torch.Generator().manual_seed(6), dtype=dtype,
+                        requires_grad=True)
     q, k, v = fused.permute(2, 0, 3, 1, 4)  # (b, h, n, d) each, not contiguous
     out = module(q, k, v, structure)
     grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=dtype)
