@@ -346,7 +346,7 @@ def long_table(sizes: tuple[int, ...], max_reps: int, memory: bool, threads: int
 
         print(f"| {n} | {ms('lg_t')} | {ms('dense_t')} | {fmt_ratio(row.get('ratio_t'))} | {ms('lg_f')} | {ms('dense_f')} "
               f"| {fmt_ratio(row.get('ratio_f'))} | {mib('lg_m')} | {mib('dense_m')} | {fmt_ratio(row.get('ratio_m'))} |")
-    print(f"\n### local_global vs plain SDPA, no mask (fused kernel: memory linear in n, time quadratic)\n")
+    print("\n### local_global vs plain SDPA, no mask (fused kernel: memory linear in n, time quadratic)\n")
     print("| n | local_global fwd+bwd ms | plain SDPA ms | ratio | peak MiB fwd+bwd | plain SDPA MiB | ratio |")
     print("|---|---|---|---|---|---|---|")
     for n in sizes:

@@ -40,7 +40,7 @@ def test_random_config_fine_tunes_with_the_trainer(prepared):
     setting = 'hf(config="tiny_bert", plan="soft_bias(dependency)@0; full", vocab_size=300)'
     hf_data = hf_models.encode_data(setting, data, providers, quiet=True)
     assert [x.id for x in hf_data.items["train"]] == [x.id for x in data.items["train"]]
-    example, item = hf_data.examples["train"][0], data.items["train"][0]
+    example = hf_data.examples["train"][0]
     assert example.label == data.examples["train"][0].label and example.word_ids[0] is None  # [CLS] first
     model = hf_models.build_model(task, len(hf_data.vocab), setting, providers)
     batch = make_batch(hf_data.examples["train"][:3], task.output)
