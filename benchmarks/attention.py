@@ -138,16 +138,23 @@ def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:
     return _closures(module, lambda: module(q, k, v, structure, hidden=hidden), [q, k, v])
 
 
+def backward_fixed(out: torch.Tensor, grad: list[torch.Tensor]) -> None:
+    """``out.backward(dO)`` with a random ``dO`` (seeded) drawn into the empty list ``grad`` on the first call
+    (the warm-up) and reused after, as a real loss's gradient would be: not ``out.sum()``, whose stride-0
+    gradient lets a backward read ``dO`` from a few cached values."""
+    if not grad:
+        gen = torch.Generator(device=out.device).manual_seed(7)
+        grad.append(torch.randn(out.shape, generator=gen, dtype=out.dtype, device=out.device))
+    out.backward(grad[0])
+
+
 def _closures(module: nn.Module | None, call: Callable[[], torch.Tensor], leaves: list[torch.Tensor]):
-    grad: list[torch.Tensor] = []  # dO, drawn on the first (warm-up) call
+    grad: list[torch.Tensor] = []  # dO, see backward_fixed
 
     def train_step() -> None:
         if module is not None:
             module.train()
-        out = call()
-        if not grad:
-            grad.append(torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=out.dtype))
-        out.backward(grad[0])
+        backward_fixed(call(), grad)
         for t in leaves:
             t.grad = None
         if module is not None:

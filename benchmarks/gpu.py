@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention import RADIUS, structure_for  # benchmarks/attention.py: the same inputs as the CPU benchmark
+from attention import RADIUS, backward_fixed, structure_for  # benchmarks/attention.py: the CPU benchmark's inputs
 from structattn.attention import get_attention
 from structattn.structures import Structure
 
@@ -86,14 +86,10 @@ class Cell:
 def train_step(call: Callable[[], torch.Tensor], leaves: list[torch.Tensor], module: nn.Module | None) -> Step:
     """One forward + backward of ``call``, gradients dropped afterwards (each step allocates its own)."""
 
-    grad: list[torch.Tensor] = []  # dO, drawn on the first (warm-up) step
+    grad: list[torch.Tensor] = []  # dO, see attention.backward_fixed
 
     def step() -> None:
-        out = call()
-        if not grad:
-            gen = torch.Generator(device=out.device).manual_seed(7)
-            grad.append(torch.randn(out.shape, generator=gen, dtype=out.dtype, device=out.device))
-        out.backward(grad[0])
+        backward_fixed(call(), grad)
         for t in leaves:
             t.grad = None
         if module is not None:

@@ -110,8 +110,7 @@ def _for_sentences(fn, items, pairs: int, device: torch.device) -> list:
 def _on_workers(tasks: int, pairs: int, device: torch.device) -> bool:
     """Whether :func:`_for_sentences` hands ``tasks`` sentences of ``pairs`` pairs to the worker pool."""
     few = tasks < POOL_TASKS_PER_THREAD * torch.get_num_threads() and pairs < LARGE_PAIRS
-    pool = device.type == "cpu" and threads.PARALLEL_BLOCKS and torch.get_num_threads() > 1 and tasks > 1
-    return pool and not (pairs < PARALLEL_PAIRS or few)
+    return threads.pooled(tasks, device) and not (pairs < PARALLEL_PAIRS or few)
 
 
 #: Bucket codes converted to int32 at once by :func:`_gather_rows` (256 KiB: the ids stay in cache).
@@ -194,12 +193,12 @@ class BucketBiasSDPA(torch.autograd.Function):
         grads = tuple(torch.empty(b, h, n, d, dtype=q.dtype) for _ in range(3))  # dq, dk, dv
         workers = torch.get_num_threads() if threads.PARALLEL_BLOCKS else 1
         splits = min(h, -(-workers // b))  # head ranges per sentence, so that every thread gets work
-        tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
         saved = (grad_out, q, k, v, lse, neg_delta, ext, index, token_mask, grads)
         group = _sentence_group(h, n, d)
         if splits == 1 and group and n * n < PARALLEL_PAIRS:  # short sentences: whole sentences per op
             parts = [part for g0 in range(0, b, group) for part in _backward_group(g0, min(b, g0 + group), *saved)]
         else:
+            tasks = [(bi, h * s // splits, h * (s + 1) // splits) for bi in range(b) for s in range(splits)]
             parts = _for_sentences(lambda task: _backward_task(task, *saved), tasks, n * n, q.device)
         return (*grads, torch.stack(parts).sum(0), None, None)
 
@@ -237,8 +236,14 @@ def _block_shape(h: int, n: int, d: int | None = None) -> tuple[int, int, int]:
     """
     span = max(1, min(n, CHUNK_ELEMENTS // n))
     heads = max(1, min(h, CHUNK_ELEMENTS // 2 // (span * n)))
-    block = BLOCK_ELEMENTS if d is None else min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d))
+    block = BLOCK_ELEMENTS if d is None else _block_scores(h, n, d)
     return span, heads, max(1, min(span, block // (heads * n)))
+
+
+def _block_scores(h: int, n: int, d: int) -> int:
+    """Scores per backward block for a task of ``h`` heads: :data:`BLOCK_ELEMENTS`, capped at the larger of a
+    quarter of it and ``2 h n d`` (see :func:`_block_shape`)."""
+    return min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d))
 
 
 def _sentence_group(h: int, n: int, d: int) -> int:
@@ -247,7 +252,7 @@ def _sentence_group(h: int, n: int, d: int) -> int:
     while a sentence's scores fit in half of :data:`BLOCK_ELEMENTS` (n <= 256 at h = 8: one block of all rows
     instead of the tasks' row blocks, fwd+bwd vs SDPA at n = 256, b = 8, each timed right after SDPA: 1.32-1.41x
     -> 1.27-1.33x at 1 thread, 1.46-1.66x -> 1.48-1.56x at 2 threads); else 0 (the tasks' blocked backward)."""
-    whole = min(BLOCK_ELEMENTS, max(BLOCK_ELEMENTS // 4, 2 * h * n * d)) // (h * n * n)
+    whole = _block_scores(h, n, d) // (h * n * n)
     return whole if whole else int(h * n * n <= BLOCK_ELEMENTS // 2)
 
 

@@ -31,15 +31,20 @@ def per_sentence(fn: Callable[[T], R], items: Iterable[T], device: torch.device)
     runs with grad mode on in the workers: decorate it with ``torch.no_grad()`` where needed.
     """
     items = list(items)
-    threads = torch.get_num_threads()
-    if not PARALLEL_BLOCKS or device.type != "cpu" or threads == 1 or len(items) < 2:
+    if not pooled(len(items), device):
         return [fn(x) for x in items]
+    threads = torch.get_num_threads()
     pool = _workers(threads)
     torch.set_num_threads(1)
     try:
         return list(pool.map(fn, items))
     finally:
         torch.set_num_threads(threads)
+
+
+def pooled(count: int, device: torch.device) -> bool:
+    """Whether :func:`per_sentence` spreads ``count`` items over worker threads (else a plain loop)."""
+    return PARALLEL_BLOCKS and device.type == "cpu" and torch.get_num_threads() > 1 and count > 1
 
 
 _POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (process id, workers, pool)

@@ -228,7 +228,6 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
             f"task {meta['task']!r} now builds options {now}, but the checkpoint was trained with {recorded} "
             f"(differing: {changed}); a default changed since: write the recorded options into the task spec"
         )
-    providers = make_providers(meta["structures"], meta["structures"])
     items = task.splits()
     if split not in items:
         raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
@@ -236,6 +235,7 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     if meta.get("kind") == "translation":  # both vocabularies, BLEU / chrF: structattn.experiments.translation
         from structattn.experiments.translation import evaluate_translation
         return evaluate_translation(data, task, items, split, quiet)  # type: ignore[arg-type]
+    providers = make_providers(meta["structures"], meta["structures"])
     config = EncoderConfig(**meta["model"])
     if hf_models.is_hf_setting(meta["plan"]):  # HF hook: the setting's tokenizer, rebuilt as training built it
         vocab, examples = hf_models.evaluation_data(meta["plan"], task, items, split, providers,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from structattn import plugins
 from structattn.experiments.translate_cli import build_parser
@@ -48,7 +48,7 @@ def load_translator(path: str | Path) -> Translator:
     return translator_from(load_checkpoint(path), repr(str(path)))
 
 
-def translator_from(data: dict[str, Any], where: str = "the checkpoint") -> Translator:
+def translator_from(data: Mapping[str, Any], where: str = "the checkpoint") -> Translator:
     """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors)."""
     from structattn.experiments.run import make_providers
 

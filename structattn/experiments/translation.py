@@ -159,7 +159,7 @@ def evaluate_translation(checkpoint: Mapping[str, Any], task: TranslationTask, i
     of beam search with the task's beam and length penalty."""
     from structattn.experiments.translate_command import translator_from
 
-    loaded = translator_from(dict(checkpoint))
+    loaded = translator_from(checkpoint)
     data = prepare_translation(task, loaded.providers, {}, quiet=quiet, vocab=loaded.source, target=loaded.target,
                                items={split: items[split]})
     scores = teacher_forced_scores(loaded.model, data.examples[split])
