@@ -8,6 +8,8 @@
     python benchmarks/attention.py --only ssan             # one variant (local_global: also the long table;
                                                            # soft_bias: also n = 2048)
     python benchmarks/attention.py --no-memory             # times only
+    python benchmarks/attention.py --only soft_bias --floors   # also against the cheapest work the method needs
+    python benchmarks/attention.py --cell-seconds 30       # more rounds per cell (long sentences get 2 at 6 s)
 
 Time: in this process, side by side. Each round runs the baseline then the variant (interleaved, so both see
 the same load from other processes); a figure is the best round (the least disturbed) and the ratio is
@@ -35,6 +37,15 @@ n = 128. Long table: ``local_global`` (radius 64, 2 global tokens, b = 1, h = 8,
 with the boolean mask ``band_distance(...) >= 0`` built inside the timed call (up to n = 8192), plus the peak
 memory of one n = 32768 training step; and against plain unmasked SDPA (up to n = 8192), whose fused kernel
 needs no n x n buffer either: local_global's gain over it is time (linear vs quadratic), not memory.
+
+Floors (``--floors``, soft_bias and ssan only): the variant and a *floor* (the least work any implementation of
+the method must do with torch's CPU kernels) are each timed right after the baseline, in alternating order.
+soft_bias's floor is SDPA with a fixed float bias that needs no gradient (``sdpa_bias``): torch's fused kernel
+with any additive bias, so ``variant / floor`` is what the learnable table's gradient costs on top. ssan's floor
+(``ssan_floor``) is the plain SDPA layer plus the work SSAN adds by definition and nothing else: its two policy
+projections, the policy scores ``pq pk^T`` (forward, and both of their gradients in backward, from a fixed
+random gradient so that no elementwise pass is added) and one uniform draw per (head, query, key) pair (the
+Gumbel noise; torch's CPU generator is serial); no sigmoid, selection or renormalised softmax.
 """
 
 from __future__ import annotations
@@ -109,22 +120,58 @@ class Layer(nn.Module):
         return self.out(rearrange(a, "b h n d -> b n (h d)"))
 
 
+class _ScoresSink(torch.autograd.Function):
+    """Returns ``out`` and gives ``scores`` a fixed gradient in backward (no elementwise pass over them)."""
+
+    @staticmethod
+    def forward(ctx, out, scores, grad_scores):
+        ctx.grad_scores = grad_scores
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return grad_out, ctx.grad_scores, None
+
+
+class FloorLayer(Layer):
+    """ssan's floor: the SDPA layer plus SSAN's policy projections, policy scores (with their gradients) and
+    one uniform draw per pair (see the module docstring)."""
+
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__(d_model, heads, None)
+        self.policy = nn.Linear(d_model, 2 * d_model, bias=False)
+        self.generator = torch.Generator().manual_seed(0)
+        self.grad_scores: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor, structure) -> torch.Tensor:
+        out = super().forward(x, structure)
+        pq, pk = rearrange(self.policy(x), "b n (two h d) -> two b h n d", two=2, h=self.heads)
+        scores = torch.matmul(pq, pk.transpose(-1, -2))
+        torch.empty_like(scores).uniform_(generator=self.generator)  # the noise draw, one uniform per pair
+        if self.grad_scores is None:
+            self.grad_scores = torch.randn(scores.shape, generator=torch.Generator().manual_seed(8))
+        return _ScoresSink.apply(out, scores, self.grad_scores)
+
+
 def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:
     """``(train_step, inference)`` closures over prepared inputs (the structure is built here, untimed)."""
     gen = torch.Generator().manual_seed(spec.n)
     torch.manual_seed(spec.n)
     d = D_MODEL // spec.h
-    if spec.name in ("ssan", "sdpa_layer"):
+    if spec.name in ("ssan", "sdpa_layer", "ssan_floor"):
         attention = None
         if spec.name == "ssan":
             attention = get_attention("ssan", num_heads=spec.h, head_dim=d, d_model=D_MODEL, generator=0)
-        layer = Layer(D_MODEL, spec.h, attention)
+        layer = FloorLayer(D_MODEL, spec.h) if spec.name == "ssan_floor" else Layer(D_MODEL, spec.h, attention)
         structure = structure_for("dependency", spec.b, spec.n, gen)
         x = torch.randn(spec.b, spec.n, D_MODEL, generator=gen, requires_grad=True)
         return _closures(layer, lambda: layer(x, structure), [x])
     q, k, v = (torch.randn(spec.b, spec.h, spec.n, d, generator=gen, requires_grad=True) for _ in range(3))
     if spec.name == "sdpa":
         return _closures(None, lambda: F.scaled_dot_product_attention(q, k, v), [q, k, v])
+    if spec.name == "sdpa_bias":  # soft_bias's floor: the fused kernel with a fixed float bias, no bias gradient
+        bias = torch.randn(spec.b, 1, spec.n, spec.n, generator=gen)
+        return _closures(None, lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias), [q, k, v])
     structure = structure_for(spec.name, spec.b, spec.n, gen)
     if spec.name == "dense":
 
@@ -188,6 +235,49 @@ def compare_times(base: Callable[[], None], variant: Callable[[], None], max_rep
     pairs = [(timed(base), timed(variant)) for _ in range(reps)]
     best_base, best_variant = min(p[0] for p in pairs), min(p[1] for p in pairs)
     return best_base, best_variant, best_variant / best_base
+
+
+def compare_floor(base: Callable[[], None], floor: Callable[[], None], variant: Callable[[], None],
+                  max_reps: int) -> dict[str, float]:
+    """Best times of the baseline, the floor and the variant, each of the two timed right after a baseline
+    call, in alternating order from round to round; ratios best / best."""
+    first = timed(base) + timed(floor) + timed(variant)
+    reps = max(2, min(max_reps, int(CELL_SECONDS / max(first, 1e-6))))
+    bases, floors, variants = [], [], []
+    for r in range(reps):
+        for fn, into in ((floor, floors), (variant, variants))[:: 1 if r % 2 == 0 else -1]:
+            bases.append(timed(base))
+            into.append(timed(fn))
+    best_base, best_floor, best_variant = min(bases), min(floors), min(variants)
+    return {"base_t": best_base, "floor_t": best_floor, "var_t": best_variant, "floor_ratio": best_floor / best_base,
+            "time_ratio": best_variant / best_base, "over_floor": best_variant / best_floor}
+
+
+FLOORS = {"soft_bias": ("sdpa", "sdpa_bias"), "ssan": ("sdpa_layer", "ssan_floor")}
+
+
+def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> dict:
+    """soft_bias and ssan against their floors (see the module docstring), fwd+bwd."""
+    results = {}
+    rows = []
+    for name in (x for x in names if x in FLOORS):
+        base_name, floor_name = FLOORS[name]
+        for n in sizes:
+            fns = [build(Spec("zoo", x, n, B, H))[0] for x in (base_name, floor_name, name)]
+            cell = compare_floor(*fns, max_reps)
+            del fns
+            gc.collect()
+            results[(name, n)] = cell
+            rows.append((name, floor_name, n, cell))
+            print(f"  {name} n={n}: floor {cell['floor_ratio']:.2f}x, variant {cell['time_ratio']:.2f}x "
+                  f"({cell['over_floor']:.2f}x the floor)", file=sys.stderr, flush=True)
+    print(f"\n### Floors: fwd+bwd, the variant and the least work its method needs, each vs SDPA (b={B}, h={H})\n")
+    print("| variant | floor | n | SDPA ms | floor ms | variant ms | floor vs SDPA | variant vs SDPA | variant vs floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, floor_name, n, c in rows:
+        print(f"| {name} | {floor_name} | {n} | {c['base_t'] * 1e3:.1f} | {c['floor_t'] * 1e3:.1f} "
+              f"| {c['var_t'] * 1e3:.1f} | {c['floor_ratio']:.2f}x | {c['time_ratio']:.2f}x | {c['over_floor']:.2f}x |")
+    return results
 
 
 def _status() -> dict[str, int]:
@@ -441,11 +531,18 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
     parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
                         help="wall (default) or cpu: process CPU time, robust to other load with --threads 1")
+    parser.add_argument("--floors", action="store_true",
+                        help="also time soft_bias and ssan against their floors (see the module docstring)")
+    parser.add_argument("--cell-seconds", type=float, default=6.0,
+                        help="time budget per timed cell, which sets its rounds (default 6)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    global _clock
+    global _clock, CELL_SECONDS
     _clock = CLOCK[args.clock]
+    if args.cell_seconds <= 0:
+        parser.error(f"--cell-seconds must be positive, got {args.cell_seconds:g}")
+    CELL_SECONDS = args.cell_seconds
     if args.worker:
         worker([Spec(**spec) for spec in json.loads(args.worker)])
         return
@@ -468,6 +565,8 @@ def main() -> None:
         print(f"\nssan layer at b=32, n=128: {vt * 1e3:.1f} ms vs SDPA layer {bt * 1e3:.1f} ms ({ratio:.2f}x)")
     if "soft_bias" in names and not args.quick:
         zoo[("soft_bias", SOFT_BIAS_LONG)] = soft_bias_long_row(reps, memory, args.threads)
+    if args.floors:
+        floor_table(names, ZOO_QUICK if args.quick else ZOO_SIZES, reps)
     long = None
     if "local_global" in names:
         long = long_table(LONG_QUICK if args.quick else LONG_SIZES, reps, memory, args.threads, huge=not args.quick)

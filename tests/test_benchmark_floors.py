@@ -1,0 +1,77 @@
+"""``benchmarks/attention.py --floors``: the floors do the work they claim (ssan's floor: the SDPA layer plus the
+policy projections, the policy scores with a fixed gradient and one uniform draw per pair; soft_bias's floor: SDPA
+with a fixed float bias), and the script prints its floors table."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    """benchmarks/attention.py as a module (registered under its name while it runs: its dataclass needs that)."""
+    if "bench_attention" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_attention", ROOT / "benchmarks" / "attention.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_attention"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_attention"]
+
+
+def test_ssan_floor_layer_backpropagates_the_fixed_score_gradient_into_the_policy():
+    bench = _bench()
+    torch.manual_seed(0)
+    layer = bench.FloorLayer(d_model=16, heads=2)
+    x = torch.randn(3, 5, 16, requires_grad=True)
+    out = layer(x, None)
+    grad_out = torch.randn(out.shape)
+    out.backward(grad_out)
+    got = [t.grad.clone() for t in (x, layer.qkv.weight, layer.out.weight, layer.policy.weight)]
+    assert layer.grad_scores.shape == (3, 2, 5, 5)
+
+    # the same layer written out: SDPA layer output, plus the scores' term with the fixed gradient as a weight
+    x.grad = None
+    layer.zero_grad()
+    q, k, v = rearrange(x @ layer.qkv.weight.T + layer.qkv.bias, "b n (three h d) -> three b h n d", three=3, h=2)
+    plain = rearrange(F.scaled_dot_product_attention(q, k, v), "b h n d -> b n (h d)") @ layer.out.weight.T
+    plain = plain + layer.out.bias
+    pq, pk = rearrange(x @ layer.policy.weight.T, "b n (two h d) -> two b h n d", two=2, h=2)
+    loss = (plain * grad_out).sum() + (pq @ pk.transpose(-1, -2) * layer.grad_scores).sum()
+    loss.backward()
+    want = [x.grad, layer.qkv.weight.grad, layer.out.weight.grad, layer.policy.weight.grad]
+    torch.testing.assert_close(out, plain)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    assert got[3].abs().sum() > 0
+
+
+def test_ssan_floor_draws_one_uniform_per_pair():
+    bench = _bench()
+    layer = bench.FloorLayer(d_model=8, heads=2)
+    before = layer.generator.get_state()
+    layer(torch.randn(2, 4, 8), None)
+    replay = torch.Generator()
+    replay.set_state(before)
+    torch.empty(2 * 2 * 4 * 4).uniform_(generator=replay)
+    assert torch.equal(layer.generator.get_state(), replay.get_state())
+
+
+def test_floors_table_is_printed():
+    """Runs the soft_bias floor (SDPA with a fixed bias) and the variant at the quick sizes (a few seconds)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "attention.py"), "--quick", "--only", "soft_bias", "--floors",
+         "--no-memory", "--threads", "1"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("### Floors", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| soft_bias | sdpa_bias |")]
+    assert [row.split("|")[3].strip() for row in rows] == ["64", "128"]
