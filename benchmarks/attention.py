@@ -43,9 +43,10 @@ the method must do with torch's CPU kernels) are each timed right after the base
 soft_bias's floor is SDPA with a fixed float bias that needs no gradient (``sdpa_bias``): torch's fused kernel
 with any additive bias, so ``variant / floor`` is what the learnable table's gradient costs on top. ssan's floor
 (``ssan_floor``) is the plain SDPA layer plus the work SSAN adds by definition and nothing else: its two policy
-projections, the policy scores ``pq pk^T`` (forward, and both of their gradients in backward, from a fixed
-random gradient so that no elementwise pass is added) and one uniform draw per (head, query, key) pair (the
-Gumbel noise; torch's CPU generator is serial); no sigmoid, selection or renormalised softmax.
+projections, one logistic draw per (head, query, key) pair (the Gumbel noise: a uniform, serial on torch's CPU
+generator, and ``logit_``) into a buffer that the policy scores ``pq pk^T`` are added to, and both gradients of
+those scores in backward (from a fixed random ``n x n`` gradient shared by every sentence and head, so that no
+elementwise pass is added); no sigmoid, selection or renormalised softmax.
 """
 
 from __future__ import annotations
@@ -120,17 +121,28 @@ class Layer(nn.Module):
         return self.out(rearrange(a, "b h n d -> b n (h d)"))
 
 
-class _ScoresSink(torch.autograd.Function):
-    """Returns ``out`` and gives ``scores`` a fixed gradient in backward (no elementwise pass over them)."""
+class _PolicyFloor(torch.autograd.Function):
+    """ssan's floor work beside ``out`` (returned as it is): forward draws one logistic variate per (sentence,
+    head, query, key) (a uniform and ``logit_``, as ssan does) and adds the policy scores ``pq pk^T`` into that
+    buffer (as ssan builds its logits); backward gives the scores a fixed gradient ``G`` (one ``(n, n)`` matrix
+    for every sentence and head, so that it stays in cache and adds no elementwise pass) and returns ``G pk``
+    and ``G^T pq``."""
 
     @staticmethod
-    def forward(ctx, out, scores, grad_scores):
+    def forward(ctx, out, pq, pk, grad_scores, generator):
+        b, h, n, _ = pq.shape
+        scores = torch.empty(b * h, n, n, dtype=pq.dtype).uniform_(generator=generator)
+        scores.logit_(eps=torch.finfo(pq.dtype).tiny)  # standard logistic noise, as ssan draws it
+        scores.baddbmm_(pq.reshape(b * h, n, -1), pk.reshape(b * h, n, -1).transpose(1, 2))
+        ctx.save_for_backward(pq, pk)
         ctx.grad_scores = grad_scores
         return out.view_as(out)
 
     @staticmethod
     def backward(ctx, grad_out):
-        return grad_out, ctx.grad_scores, None
+        pq, pk = ctx.saved_tensors
+        g = ctx.grad_scores
+        return grad_out, torch.matmul(g, pk), torch.matmul(g.T, pq), None, None
 
 
 class FloorLayer(Layer):
@@ -146,11 +158,9 @@ class FloorLayer(Layer):
     def forward(self, x: torch.Tensor, structure) -> torch.Tensor:
         out = super().forward(x, structure)
         pq, pk = rearrange(self.policy(x), "b n (two h d) -> two b h n d", two=2, h=self.heads)
-        scores = torch.matmul(pq, pk.transpose(-1, -2))
-        torch.empty_like(scores).uniform_(generator=self.generator)  # the noise draw, one uniform per pair
-        if self.grad_scores is None:
-            self.grad_scores = torch.randn(scores.shape, generator=torch.Generator().manual_seed(8))
-        return _ScoresSink.apply(out, scores, self.grad_scores)
+        if self.grad_scores is None or self.grad_scores.shape[0] != x.shape[1]:
+            self.grad_scores = torch.randn(x.shape[1], x.shape[1], generator=torch.Generator().manual_seed(8))
+        return _PolicyFloor.apply(out, pq, pk, self.grad_scores, self.generator)
 
 
 def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:

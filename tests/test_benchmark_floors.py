@@ -35,7 +35,7 @@ def test_ssan_floor_layer_backpropagates_the_fixed_score_gradient_into_the_polic
     grad_out = torch.randn(out.shape)
     out.backward(grad_out)
     got = [t.grad.clone() for t in (x, layer.qkv.weight, layer.out.weight, layer.policy.weight)]
-    assert layer.grad_scores.shape == (3, 2, 5, 5)
+    assert layer.grad_scores.shape == (5, 5)  # one for every sentence and head
 
     # the same layer written out: SDPA layer output, plus the scores' term with the fixed gradient as a weight
     x.grad = None
