@@ -1,6 +1,6 @@
 """``BucketBiasSDPA``'s backward for short sentences, several sentences per op (``_backward_group``), against the
-per-sentence tasks it replaces (the same bits where each sentence is one task block: shipped comparisons keep
-their numerics), and one sentence per op where the tasks would split it into row blocks, against the float64 oracle:
+per-sentence tasks it replaces (the same products where each sentence is one task block: equal to rounding,
+the same bits on some CPUs), and one sentence per op where the tasks would split it into row blocks, against the float64 oracle:
 shared and per-head tables, padding, uint8 and int32 codes, groups that do not divide the batch, q/k/v that are
 views of one fused projection (as in the encoder)."""
 
@@ -39,7 +39,10 @@ def _grads(module, lengths, dtype, *, grouped: bool, group: int, monkeypatch):
 @pytest.mark.parametrize("per_head", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("max_distance", [3, 300])  # 300: more than 255 codes, stored as int32
-def test_groups_give_the_bits_of_per_sentence_tasks(per_head, dtype, max_distance, monkeypatch):
+def test_groups_match_the_per_sentence_tasks_to_rounding(per_head, dtype, max_distance, monkeypatch):
+    """The same products, batched: the outputs are the same bits and the gradients agree to a few units in the
+    last place of the largest entry (MKL's batched products round differently with the batch on some CPUs: the
+    same bits on the machine this was written on, up to 1e-6 relative in float32 on a 2-core AMD EPYC)."""
     module = make(H, D, per_head=per_head, max_distance=max_distance).to(dtype)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one head range per sentence: the group path's condition
@@ -48,8 +51,10 @@ def test_groups_give_the_bits_of_per_sentence_tasks(per_head, dtype, max_distanc
         tasks = _grads(module, LENGTHS, dtype, grouped=False, group=2, monkeypatch=monkeypatch)
     finally:
         torch.set_num_threads(threads)
-    for a, b in zip(grouped, tasks):
-        assert torch.equal(a, b)
+    assert torch.equal(grouped[0], tasks[0])  # the forward is shared
+    ulp = torch.finfo(dtype).eps
+    for a, b in zip(grouped[1:], tasks[1:]):
+        torch.testing.assert_close(a, b, rtol=0.0, atol=16 * ulp * float(b.abs().max()))
 
 
 def test_groups_match_the_oracle(generator, monkeypatch):
