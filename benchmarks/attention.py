@@ -79,7 +79,8 @@ LONG_SIZES, LONG_QUICK = (512, 1024, 2048, 4096, 8192, 16384), (512, 1024, 2048)
 DENSE_MAX = 8192  # dense masked SDPA above this is skipped (its n x n mask and time grow quadratically)
 B, H, D_MODEL = 8, 8, 512
 LONG_B, LONG_H, RADIUS, HUGE_N = 1, 8, 64, 32768
-CELL_SECONDS = 6.0  # time budget per timed cell; sets the number of rounds
+DEFAULT_CELL_SECONDS = 6.0  # time budget per timed cell; sets the number of rounds (``--cell-seconds``)
+CELL_SECONDS = DEFAULT_CELL_SECONDS
 SOFT_BIAS_LONG = 2048  # soft_bias also runs here, alone (a target of its own)
 
 
@@ -147,7 +148,7 @@ class _PolicyFloor(torch.autograd.Function):
 
 class FloorLayer(Layer):
     """ssan's floor: the SDPA layer plus SSAN's policy projections, policy scores (with their gradients) and
-    one uniform draw per pair (see the module docstring)."""
+    one logistic draw per pair (see the module docstring)."""
 
     def __init__(self, d_model: int, heads: int) -> None:
         super().__init__(d_model, heads, None)
@@ -238,10 +239,14 @@ def timed(fn: Callable[[], None]) -> float:
     return _clock() - start
 
 
+def _rounds(first: float, max_reps: int) -> int:
+    """Rounds of a cell whose warm-up round took ``first`` seconds: :data:`CELL_SECONDS` worth, 2 to ``max_reps``."""
+    return max(2, min(max_reps, int(CELL_SECONDS / max(first, 1e-6))))
+
+
 def compare_times(base: Callable[[], None], variant: Callable[[], None], max_reps: int) -> tuple[float, float, float]:
     """Best (least disturbed) time of the baseline and of the variant over interleaved rounds, and their ratio."""
-    first = timed(base) + timed(variant)  # warm-up, also sizes the number of rounds
-    reps = max(2, min(max_reps, int(CELL_SECONDS / max(first, 1e-6))))
+    reps = _rounds(timed(base) + timed(variant), max_reps)  # the warm-up sizes the number of rounds
     pairs = [(timed(base), timed(variant)) for _ in range(reps)]
     best_base, best_variant = min(p[0] for p in pairs), min(p[1] for p in pairs)
     return best_base, best_variant, best_variant / best_base
@@ -251,8 +256,7 @@ def compare_floor(base: Callable[[], None], floor: Callable[[], None], variant: 
                   max_reps: int) -> dict[str, float]:
     """Best times of the baseline, the floor and the variant, each of the two timed right after a baseline
     call, in alternating order from round to round; ratios best / best."""
-    first = timed(base) + timed(floor) + timed(variant)
-    reps = max(2, min(max_reps, int(CELL_SECONDS / max(first, 1e-6))))
+    reps = _rounds(timed(base) + timed(floor) + timed(variant), max_reps)
     bases, floors, variants = [], [], []
     for r in range(reps):
         for fn, into in ((floor, floors), (variant, variants))[:: 1 if r % 2 == 0 else -1]:
@@ -266,9 +270,8 @@ def compare_floor(base: Callable[[], None], floor: Callable[[], None], variant: 
 FLOORS = {"soft_bias": ("sdpa", "sdpa_bias"), "ssan": ("sdpa_layer", "ssan_floor")}
 
 
-def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> dict:
-    """soft_bias and ssan against their floors (see the module docstring), fwd+bwd."""
-    results = {}
+def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> None:
+    """Prints soft_bias and ssan against their floors (see the module docstring), fwd+bwd."""
     rows = []
     for name in (x for x in names if x in FLOORS):
         base_name, floor_name = FLOORS[name]
@@ -277,7 +280,6 @@ def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> dict
             cell = compare_floor(*fns, max_reps)
             del fns
             gc.collect()
-            results[(name, n)] = cell
             rows.append((name, floor_name, n, cell))
             print(f"  {name} n={n}: floor {cell['floor_ratio']:.2f}x, variant {cell['time_ratio']:.2f}x "
                   f"({cell['over_floor']:.2f}x the floor)", file=sys.stderr, flush=True)
@@ -287,7 +289,6 @@ def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> dict
     for name, floor_name, n, c in rows:
         print(f"| {name} | {floor_name} | {n} | {c['base_t'] * 1e3:.1f} | {c['floor_t'] * 1e3:.1f} "
               f"| {c['var_t'] * 1e3:.1f} | {c['floor_ratio']:.2f}x | {c['time_ratio']:.2f}x | {c['over_floor']:.2f}x |")
-    return results
 
 
 def _status() -> dict[str, int]:
@@ -543,8 +544,8 @@ def main() -> None:
                         help="wall (default) or cpu: process CPU time, robust to other load with --threads 1")
     parser.add_argument("--floors", action="store_true",
                         help="also time soft_bias and ssan against their floors (see the module docstring)")
-    parser.add_argument("--cell-seconds", type=float, default=6.0,
-                        help="time budget per timed cell, which sets its rounds (default 6)")
+    parser.add_argument("--cell-seconds", type=float, default=DEFAULT_CELL_SECONDS,
+                        help=f"time budget per timed cell, which sets its rounds (default {DEFAULT_CELL_SECONDS:g})")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

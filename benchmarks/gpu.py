@@ -18,9 +18,10 @@ sentence through the ``dependency`` provider (a dense (b, n, n) distance), with 
 n = 4096 and 1 above (``--batch`` sets it): soft_bias's (b, n, n) distances and bucket codes grow as n^2.
 
 Time: a training step of the attention (module in train mode, ``out.backward(dO)`` with a fixed random ``dO``,
-into q, k, v and the table). On CUDA, ``torch.cuda.Event``s around ``calls`` back-to-back steps (sized from the warm-up to about
-:data:`ROUND_SECONDS`, so that small n measure more than launch latency), per step; on CPU the wall clock. Each
-round runs the baseline then the variant (interleaved); a figure is the best round, the ratio best / best.
+into q, k, v and the table). On CUDA, ``torch.cuda.Event``s around ``calls`` back-to-back steps (sized from the
+warm-up to about :data:`ROUND_SECONDS`, so that small n measure more than launch latency), per step; on CPU the
+wall clock. Each round runs the baseline then the variant (interleaved); a figure is the best round, the ratio
+best / best.
 Warm-up: two steps of each. The first step of the variant is reported alone ("first s", synchronised wall clock):
 for flex it holds the compilation of the forward and backward graphs (one graph per length, static shapes);
 for soft_bias it also holds building the bucket codes, which later calls on the same structure reuse (as the
@@ -182,8 +183,7 @@ TABLE_HEAD = ("| variant | backend | n | b | fwd+bwd ms | SDPA ms | ratio | peak
 LEGEND = (f"soft_bias: learnable table shared by the heads, random dependency trees; local_global: window radius "
           f"{RADIUS}, first and last token global. Baseline: F.scaled_dot_product_attention(q, k, v), no mask, same "
           "q, k, v. ms: one training step (forward + out.backward(dO), dO fixed random), best round; peak MiB: extra "
-          "memory "
-          "allocated during one step; first s: the variant's first step (flex: includes compiling).")
+          "memory allocated during one step; first s: the variant's first step (flex: includes compiling).")
 
 
 def _num(x: float | None, digits: int) -> str:

@@ -1,7 +1,7 @@
 """``BucketBiasSDPA``'s backward for short sentences, several sentences per op (``_backward_group``), against the
 per-sentence tasks it replaces (the same products where each sentence is one task block: equal to rounding,
-the same bits on some CPUs), and one sentence per op where the tasks would split it into row blocks, against the float64 oracle:
-shared and per-head tables, padding, uint8 and int32 codes, groups that do not divide the batch, q/k/v that are
+the same bits on some CPUs), and one sentence per op where the tasks would split it into row blocks, against
+the float64 oracle: shared and per-head tables, padding, uint8 and int32 codes, groups that do not divide the batch, q/k/v that are
 views of one fused projection (as in the encoder)."""
 
 from __future__ import annotations
