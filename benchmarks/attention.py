@@ -40,8 +40,15 @@ needs no n x n buffer either: local_global's gain over it is time (linear vs qua
 
 Floors (``--floors``, soft_bias and ssan only): the variant and a *floor* (the least work any implementation of
 the method must do with torch's CPU kernels) are each timed right after the baseline, in alternating order.
-soft_bias's floor is SDPA with a fixed float bias that needs no gradient (``sdpa_bias``): torch's fused kernel
-with any additive bias, so ``variant / floor`` is what the learnable table's gradient costs on top. ssan's floor
+soft_bias has two floors. ``sdpa_bias`` is SDPA with a fixed float bias that needs no gradient: torch's fused
+kernel with any additive bias, so ``variant / floor`` is what the learnable table's gradient costs on top.
+``unfused_bias`` is what any gradient of the bias needs with torch's CPU kernels, whose fused backward does not
+return the score gradient ``dS``: the same fused forward, and a backward that forms ``dS`` itself, in blocks of
+query rows (all heads, :data:`structattn.attention.bucket_bias.BLOCK_ELEMENTS` scores a block), sentences
+spread over threads as soft_bias's are: ``P = exp(S + bias - lse)``, ``dS = P * (dO v^T - rowsum(dO * O))``,
+``dq = dS k``, ``dk = dS^T q``, ``dv = P^T dO``: five products and one ``exp`` a block, nothing for a table
+(no bias gather, no sum over heads, no binning), so ``variant / unfused_bias`` is what the table's own work
+costs. ssan's floor
 (``ssan_floor``) is the plain SDPA layer plus the work SSAN adds by definition and nothing else: its two policy
 projections, one logistic draw per (head, query, key) pair (the Gumbel noise: a uniform, serial on torch's CPU
 generator, and ``logit_``) into a buffer that the policy scores ``pq pk^T`` are added to, and both gradients of
@@ -69,7 +76,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from structattn.attention import attention_names, get_attention
+from structattn.attention import attention_names, bucket_bias, get_attention
 from structattn.structures import Sentence, get_provider
 from structattn.structures.window_math import band_distance
 from structattn.testing.inputs import random_heads
@@ -183,6 +190,9 @@ def build(spec: Spec) -> tuple[Callable[[], None], Callable[[], None]]:
     if spec.name == "sdpa_bias":  # soft_bias's floor: the fused kernel with a fixed float bias, no bias gradient
         bias = torch.randn(spec.b, 1, spec.n, spec.n, generator=gen)
         return _closures(None, lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias), [q, k, v])
+    if spec.name == "unfused_bias":  # soft_bias's second floor: a fixed bias, dS formed outside the fused kernel
+        bias = torch.randn(spec.b, 1, spec.n, spec.n, generator=gen)
+        return _closures(None, lambda: UnfusedBias.apply(q, k, v, bias), [q, k, v])
     structure = structure_for(spec.name, spec.b, spec.n, gen)
     if spec.name == "dense":
 
@@ -267,22 +277,61 @@ def compare_floor(base: Callable[[], None], floor: Callable[[], None], variant: 
             "time_ratio": best_variant / best_base, "over_floor": best_variant / best_floor}
 
 
-FLOORS = {"soft_bias": ("sdpa", "sdpa_bias"), "ssan": ("sdpa_layer", "ssan_floor")}
+class UnfusedBias(torch.autograd.Function):
+    """soft_bias's ``unfused_bias`` floor (see the module docstring): ``softmax(q k^T / sqrt(d) + bias) v`` by
+    torch's fused CPU kernel, and a backward for ``q``, ``k``, ``v`` that forms ``dS`` block by block.
+
+    Shapes: q, k, v ``(b, h, n, d)`` float32; bias ``(b, 1, n, n)`` (no gradient).
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias):
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=bias)
+        ctx.save_for_backward(q, k, v, bias, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, bias, out, lse = ctx.saved_tensors
+        b, h, n, _ = q.shape
+        neg_delta = (grad_out * out).sum(-1, keepdim=True).neg_()
+        grads = tuple(torch.empty_like(q) for _ in range(3))
+        rows = max(1, min(n, bucket_bias.BLOCK_ELEMENTS // (h * n)))
+
+        @torch.no_grad()
+        def sentence(bi: int) -> None:
+            (dq, dk, dv), scale = (g[bi] for g in grads), q.shape[-1] ** -0.5
+            k_t, v_t = k[bi].transpose(1, 2), v[bi].transpose(1, 2)
+            for a in range(0, n, rows):
+                z, beta = min(n, a + rows), float(a > 0)
+                qs, go = q[bi, :, a:z], grad_out[bi, :, a:z]
+                p = torch.baddbmm(bias[bi, :, a:z] - lse[bi, :, a:z, None], qs, k_t, alpha=scale).exp_()
+                ds = torch.baddbmm(neg_delta[bi, :, a:z], go, v_t).mul_(p)
+                dq[:, a:z].baddbmm_(ds, k[bi], beta=0.0, alpha=scale)
+                dk.baddbmm_(ds.transpose(1, 2), qs, beta=beta, alpha=scale)
+                dv.baddbmm_(p.transpose(1, 2), go, beta=beta)
+
+        bucket_bias._for_sentences(sentence, range(b), n * n, q.device)
+        return (*grads, None)
+
+
+FLOORS = {"soft_bias": ("sdpa", ("sdpa_bias", "unfused_bias")), "ssan": ("sdpa_layer", ("ssan_floor",))}
 
 
 def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> None:
     """Prints soft_bias and ssan against their floors (see the module docstring), fwd+bwd."""
     rows = []
     for name in (x for x in names if x in FLOORS):
-        base_name, floor_name = FLOORS[name]
-        for n in sizes:
-            fns = [build(Spec("zoo", x, n, B, H))[0] for x in (base_name, floor_name, name)]
-            cell = compare_floor(*fns, max_reps)
-            del fns
-            gc.collect()
-            rows.append((name, floor_name, n, cell))
-            print(f"  {name} n={n}: floor {cell['floor_ratio']:.2f}x, variant {cell['time_ratio']:.2f}x "
-                  f"({cell['over_floor']:.2f}x the floor)", file=sys.stderr, flush=True)
+        base_name, floor_names = FLOORS[name]
+        for floor_name in floor_names:
+            for n in sizes:
+                fns = [build(Spec("zoo", x, n, B, H))[0] for x in (base_name, floor_name, name)]
+                cell = compare_floor(*fns, max_reps)
+                del fns
+                gc.collect()
+                rows.append((name, floor_name, n, cell))
+                print(f"  {name} n={n}: floor {floor_name} {cell['floor_ratio']:.2f}x, variant "
+                      f"{cell['time_ratio']:.2f}x ({cell['over_floor']:.2f}x the floor)", file=sys.stderr, flush=True)
     print(f"\n### Floors: fwd+bwd, the variant and the least work its method needs, each vs SDPA (b={B}, h={H})\n")
     print("| variant | floor | n | SDPA ms | floor ms | variant ms | floor vs SDPA | variant vs SDPA | variant vs floor |")
     print("|---|---|---|---|---|---|---|---|---|")

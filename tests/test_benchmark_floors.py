@@ -1,6 +1,7 @@
 """``benchmarks/attention.py --floors``: the floors do the work they claim (ssan's floor: the SDPA layer plus the
-policy projections, the policy scores with a fixed gradient and one uniform draw per pair; soft_bias's floor: SDPA
-with a fixed float bias), and the script prints its floors table."""
+policy projections, the policy scores with a fixed gradient and one uniform draw per pair; soft_bias's floors: SDPA
+with a fixed float bias, and that forward with a backward that forms dS itself), and the script prints its floors
+table."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from einops import rearrange
+
+from structattn.attention import bucket_bias
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,8 +68,37 @@ def test_ssan_floor_draws_one_uniform_per_pair():
     assert torch.equal(layer.generator.get_state(), replay.get_state())
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["calling-thread", "worker-threads"])
+def test_unfused_floor_gives_sdpa_gradients_block_by_block(monkeypatch, pooled):
+    """The floor does all the work it stands for: q, k, v gradients of SDPA with the fixed bias, here over
+    several row blocks (4 rows a block) and, with the thresholds lowered, on the worker threads."""
+    bench = _bench()
+    monkeypatch.setattr(bucket_bias, "BLOCK_ELEMENTS", 2 * 13 * 4)
+    threads = torch.get_num_threads()
+    if pooled:
+        monkeypatch.setattr(bucket_bias, "PARALLEL_PAIRS", 1)
+        monkeypatch.setattr(bucket_bias, "POOL_TASKS_PER_THREAD", 1)
+        torch.set_num_threads(2)
+    try:
+        gen = torch.Generator().manual_seed(3)
+        q, k, v = (torch.randn(3, 2, 13, 4, generator=gen, requires_grad=True) for _ in range(3))
+        bias, grad_out = torch.randn(3, 1, 13, 13, generator=gen), torch.randn(3, 2, 13, 4, generator=gen)
+        out = bench.UnfusedBias.apply(q, k, v, bias)
+        out.backward(grad_out)
+        got = [t.grad.clone() for t in (q, k, v)]
+    finally:
+        torch.set_num_threads(threads)
+    for t in (q, k, v):
+        t.grad = None
+    want_out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    want_out.backward(grad_out)
+    torch.testing.assert_close(out, want_out)
+    for a, t in zip(got, (q, k, v)):
+        torch.testing.assert_close(a, t.grad)
+
+
 def test_floors_table_is_printed():
-    """Runs the soft_bias floor (SDPA with a fixed bias) and the variant at the quick sizes (a few seconds)."""
+    """Runs both soft_bias floors and the variant at the quick sizes (a few seconds)."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "attention.py"), "--quick", "--only", "soft_bias", "--floors",
          "--no-memory", "--threads", "1"],
@@ -73,5 +106,6 @@ def test_floors_table_is_printed():
     )
     assert done.returncode == 0, done.stderr
     table = done.stdout.split("### Floors", 1)[1]
-    rows = [line for line in table.splitlines() if line.startswith("| soft_bias | sdpa_bias |")]
-    assert [row.split("|")[3].strip() for row in rows] == ["64", "128"]
+    for floor in ("sdpa_bias", "unfused_bias"):
+        rows = [line for line in table.splitlines() if line.startswith(f"| soft_bias | {floor} |")]
+        assert [row.split("|")[3].strip() for row in rows] == ["64", "128"]
