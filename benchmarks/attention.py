@@ -286,7 +286,7 @@ class UnfusedBias(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, bias):
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=bias)
+        out, lse = bucket_bias._FLASH_CPU(q, k, v, attn_mask=bias)  # the kernel soft_bias's forward calls
         ctx.save_for_backward(q, k, v, bias, out, lse)
         return out
 

@@ -274,9 +274,7 @@ def _backward_group(g0, g1, grad_out, q, k, v, lse, neg_delta, ext, index, token
     if not bool(token_mask[s].all()):
         go = go.masked_fill(~token_mask[s, None, :, None], 0.0)  # padded queries output constant zeros
     bias = gather_bias(ext, index[s])  # (m, 1 or h, n, n)
-    p = torch.empty(m, h, n, n, dtype=q.dtype)  # P = exp(bias - lse + S), in its own buffer
-    torch.sub(bias, lse[s, :, :, None], out=p)
-    p = p.view(m * h, n, n)
+    p = torch.sub(bias, lse[s, :, :, None], out=torch.empty(m, h, n, n, dtype=q.dtype)).view(m * h, n, n)  # P's buffer
     del bias
     p.baddbmm_(q[s].flatten(0, 1), k[s].flatten(0, 1).transpose(1, 2), alpha=scale).exp_()  # P
     ds = torch.baddbmm(neg_delta[s].flatten(0, 1), go.flatten(0, 1), v[s].flatten(0, 1).transpose(1, 2)).mul_(p)
@@ -349,9 +347,9 @@ def _group_span(bi, g0, g1, s0, s1, rows, bias, padded, grad_out, q, k, v, lse, 
     qs, go = q[bi, heads, s0:s1], grad_out[bi, heads, s0:s1]
     if padded is not None:
         go = go.masked_fill(padded[s0:s1], 0.0)  # padded queries output constant zeros
-    k_t, v_t = k[bi, heads].transpose(1, 2), v[bi, heads].transpose(1, 2)  # (g, d, n)
-    lse_g, neg_delta_g = lse[bi, heads, s0:s1, None], neg_delta[bi, heads, s0:s1]  # (g, span, 1)
     k_h, dq_h, dk_h, dv_h = k[bi, heads], dq[bi, heads, s0:s1], dk[bi, heads], dv[bi, heads]
+    k_t, v_t = k_h.transpose(1, 2), v[bi, heads].transpose(1, 2)  # (g, d, n)
+    lse_g, neg_delta_g = lse[bi, heads, s0:s1, None], neg_delta[bi, heads, s0:s1]  # (g, span, 1)
     ds_span = torch.empty(bias.shape, dtype=q.dtype) if ds_heads is None else None
     for a in range(0, s1 - s0, rows):
         z = min(s1 - s0, a + rows)
