@@ -53,7 +53,10 @@ costs. ssan's floor
 projections, one logistic draw per (head, query, key) pair (the Gumbel noise: a uniform, serial on torch's CPU
 generator, and ``logit_``) into a buffer that the policy scores ``pq pk^T`` are added to, and both gradients of
 those scores in backward (from a fixed random ``n x n`` gradient shared by every sentence and head, so that no
-elementwise pass is added); no sigmoid, selection or renormalised softmax.
+elementwise pass is added); no sigmoid, selection or renormalised softmax. The floors table also gives the
+matrix-product FLOPs of the floor and of the variant against the baseline's (:func:`matmul_flops`:
+``torch.utils.flop_counter``, the fused CPU kernel counted as its CUDA siblings are): the work that no kernel
+can skip, before any elementwise pass.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
+from torch.utils import flop_counter
 
 from structattn.attention import attention_names, bucket_bias, get_attention
 from structattn.structures import Sentence, get_provider
@@ -318,6 +322,41 @@ class UnfusedBias(torch.autograd.Function):
 FLOORS = {"soft_bias": ("sdpa", ("sdpa_bias", "unfused_bias")), "ssan": ("sdpa_layer", ("ssan_floor",))}
 
 
+def _flash_cpu_flops(q, k, v, *_args, **_kwargs) -> int:
+    return flop_counter.sdpa_flop_count(q, k, v)
+
+
+def _flash_cpu_backward_flops(grad_out, q, k, v, *_args, **_kwargs) -> int:
+    return flop_counter.sdpa_backward_flop_count(grad_out, q, k, v)
+
+
+def _inplace_product_flops(_target, a, b, *_args, **_kwargs) -> int:
+    return flop_counter.bmm_flop(a, b) if len(a) == 3 else flop_counter.mm_flop(a, b)
+
+
+#: What torch's flop counter lacks for these steps: the fused CPU kernel (forward and backward, counted as its
+#: CUDA siblings are) and the in-place products the blocked backward kernels accumulate with.
+_FLOP_FORMULAS = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _flash_cpu_flops,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: _flash_cpu_backward_flops,
+    torch.ops.aten.baddbmm_: _inplace_product_flops,
+    torch.ops.aten.addmm_: _inplace_product_flops,
+}
+
+
+def matmul_flops(step: Callable[[], None]) -> int:
+    """Matrix-product FLOPs of one call of ``step`` (``torch.utils.flop_counter``: products and attention
+    kernels only, no elementwise work), counted on one thread (the counter sees only the calling thread)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with flop_counter.FlopCounterMode(display=False, custom_mapping=_FLOP_FORMULAS) as counter:
+            step()
+    finally:
+        torch.set_num_threads(threads)
+    return counter.get_total_flops()
+
+
 def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> None:
     """Prints soft_bias and ssan against their floors (see the module docstring), fwd+bwd."""
     rows = []
@@ -327,17 +366,21 @@ def floor_table(names: list[str], sizes: tuple[int, ...], max_reps: int) -> None
             for n in sizes:
                 fns = [build(Spec("zoo", x, n, B, H))[0] for x in (base_name, floor_name, name)]
                 cell = compare_floor(*fns, max_reps)
+                base_flops, floor_flops, var_flops = (matmul_flops(fn) for fn in fns)
+                cell.update(floor_flops=floor_flops / base_flops, var_flops=var_flops / base_flops)
                 del fns
                 gc.collect()
                 rows.append((name, floor_name, n, cell))
                 print(f"  {name} n={n}: floor {floor_name} {cell['floor_ratio']:.2f}x, variant "
                       f"{cell['time_ratio']:.2f}x ({cell['over_floor']:.2f}x the floor)", file=sys.stderr, flush=True)
     print(f"\n### Floors: fwd+bwd, the variant and the least work its method needs, each vs SDPA (b={B}, h={H})\n")
-    print("| variant | floor | n | SDPA ms | floor ms | variant ms | floor vs SDPA | variant vs SDPA | variant vs floor |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| variant | floor | n | SDPA ms | floor ms | variant ms | floor vs SDPA | variant vs SDPA | variant vs floor "
+          "| matmul FLOPs vs SDPA: floor / variant |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, floor_name, n, c in rows:
         print(f"| {name} | {floor_name} | {n} | {c['base_t'] * 1e3:.1f} | {c['floor_t'] * 1e3:.1f} "
-              f"| {c['var_t'] * 1e3:.1f} | {c['floor_ratio']:.2f}x | {c['time_ratio']:.2f}x | {c['over_floor']:.2f}x |")
+              f"| {c['var_t'] * 1e3:.1f} | {c['floor_ratio']:.2f}x | {c['time_ratio']:.2f}x | {c['over_floor']:.2f}x "
+              f"| {c['floor_flops']:.3f}x / {c['var_flops']:.3f}x |")
 
 
 def _status() -> dict[str, int]:

@@ -97,6 +97,23 @@ def test_unfused_floor_gives_sdpa_gradients_block_by_block(monkeypatch, pooled):
         torch.testing.assert_close(a, t.grad)
 
 
+def test_matmul_flops_count_the_fused_cpu_kernel_and_the_inplace_products():
+    """The counter sees every product of a step. SDPA layer: the projections (4 D^2 a token, 3 passes) and the
+    fused kernel (2 products forward, 5 backward); ssan does exactly its floor's products, which add the policy
+    projections (2 D^2 a token) and the policy scores (1 product forward, 2 backward); soft_bias and its
+    unfused floor do SDPA's products, in blocks."""
+    bench = _bench()
+    b, n, h, width = 2, 12, 8, bench.D_MODEL
+    d, product = width // h, 2 * b * h * n * n * (width // h)
+    count = {name: bench.matmul_flops(bench.build(bench.Spec("zoo", name, n, b, h))[0])
+             for name in ("sdpa_layer", "ssan_floor", "ssan", "sdpa", "unfused_bias", "soft_bias")}
+    assert d == 64
+    layer = 3 * 2 * b * n * 4 * width * width + 7 * product
+    assert count["sdpa_layer"] == layer
+    assert count["ssan_floor"] == count["ssan"] == layer + 3 * 2 * b * n * 2 * width * width + 3 * product
+    assert count["sdpa"] == count["unfused_bias"] == count["soft_bias"] == 7 * product
+
+
 def test_floors_table_is_printed():
     """Runs both soft_bias floors and the variant at the quick sizes (a few seconds)."""
     done = subprocess.run(
@@ -109,3 +126,4 @@ def test_floors_table_is_printed():
     for floor in ("sdpa_bias", "unfused_bias"):
         rows = [line for line in table.splitlines() if line.startswith(f"| soft_bias | {floor} |")]
         assert [row.split("|")[3].strip() for row in rows] == ["64", "128"]
+        assert [row.split("|")[10].strip() for row in rows] == ["1.000x / 1.000x"] * 2  # matmul FLOPs
