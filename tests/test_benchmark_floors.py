@@ -104,7 +104,8 @@ def test_matmul_flops_count_the_fused_cpu_kernel_and_the_inplace_products():
     unfused floor do SDPA's products, in blocks."""
     bench = _bench()
     b, n, h, width = 2, 12, 8, bench.D_MODEL
-    d, product = width // h, 2 * b * h * n * n * (width // h)
+    d = width // h
+    product = 2 * b * h * n * n * d  # FLOPs of one (n x d) (d x n) product per head
     count = {name: bench.matmul_flops(bench.build(bench.Spec("zoo", name, n, b, h))[0])
              for name in ("sdpa_layer", "ssan_floor", "ssan", "sdpa", "unfused_bias", "soft_bias")}
     assert d == 64

@@ -9,6 +9,7 @@ forward, chunked exact backward), :func:`table_bias_attention` adds the eager pa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -308,7 +309,7 @@ def _backward_task(task, grad_out, q, k, v, lse, neg_delta, ext, index, token_ma
     per_head, size = ext.dim() == 2, ext.shape[-1]
     d_ext = torch.zeros_like(ext)
     padded = None if bool(token_mask[bi].all()) else ~token_mask[bi, :, None]
-    scratch = torch.empty(2, min(heads, h1 - h0) * rows * n, dtype=q.dtype)  # P and dS of every block (see _group_span)
+    scratch = torch.empty(2, heads * rows * n, dtype=q.dtype)  # P and dS of every block (see _group_span)
     for s0 in range(0, n, span):
         s1 = min(n, s0 + span)
         codes = index[bi, s0:s1].reshape(-1)  # (span * n), stored dtype (uint8 or int32)
@@ -359,7 +360,7 @@ def _group_span(bi, g0, g1, s0, s1, rows, bias, padded, grad_out, q, k, v, lse, 
     for a in range(0, s1 - s0, rows):
         z = min(s1 - s0, a + rows)
         shape = (g1 - g0, z - a, bias.shape[-1])  # (g, r, n)
-        p, ds = (buffer[: shape[0] * shape[1] * shape[2]].view(shape) for buffer in scratch)
+        p, ds = (buffer[: math.prod(shape)].view(shape) for buffer in scratch)
         torch.sub(bias[:, a:z], lse_g[:, a:z], out=p).baddbmm_(qs[:, a:z], k_t, alpha=scale).exp_()  # P = exp(bias - lse + S)
         torch.baddbmm(neg_delta_g[:, a:z], go[:, a:z], v_t, out=ds).mul_(p)  # dS
         if ds_heads is None:
