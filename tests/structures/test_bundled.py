@@ -162,3 +162,48 @@ def test_round_trip_of_the_whole_treebank():
         if not any(is_empty_node(t) for t in original):
             assert [t["deps"] for t in written if isinstance(t["id"], int)] == \
                    [t["deps"] for t in original if isinstance(t["id"], int)]
+
+
+# --- UD English PUD (load_bundled(treebank="en_pud")) -------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def raw_english() -> list[conllu.TokenList]:
+    return conllu.parse(bundled_treebank("en_pud").read_text(encoding="utf-8"))
+
+
+def test_english_counts_ids_and_gold_heads_match_the_raw_file():
+    english = load_bundled(treebank="en_pud")
+    assert bundled_treebank("en_pud").name == "en_pud-ud-test.conllu"
+    assert len(english) == len(raw_english()) == 1000
+    assert sum(len(s) for s in english) == 21180
+    assert sum(len(s.multiword) for s in english) == 129
+    for s, tokens in zip(english, raw_english()):
+        words = [t for t in tokens if isinstance(t["id"], int)]
+        assert s.id == tokens.metadata["sent_id"] and s.meta["text"] == tokens.metadata["text"]
+        assert s.words == [t["form"] for t in words], s.id
+        assert s.heads == [t["head"] - 1 for t in words], s.id  # 1-based, 0 = root -> 0-based, -1 = root
+        assert s.deprels == [t["deprel"] for t in words], s.id
+
+
+def test_english_sentences_are_trees_parallel_to_the_czech_ones():
+    english = load_bundled(treebank="en_pud")
+    assert [s.id for s in english] == [s.id for s in load_bundled()]  # PUD: the same sentences, same ids
+    for s in english:
+        tree = nx.DiGraph()
+        tree.add_nodes_from(range(len(s)))
+        tree.add_edges_from((h, d) for d, h in enumerate(s.heads) if h >= 0)
+        assert nx.is_arborescence(tree), s.id
+
+
+def test_default_stays_czech_and_names_are_checked():
+    assert bundled_treebank() == bundled_treebank("cs_pud") and bundled_treebank().name == "cs_pud-gold.conllu"
+    assert load_bundled(limit=1)[0].words[:2] == ["„", "V"]
+    assert load_bundled(limit=2, treebank="en_pud")[0].words[:2] == ["“", "While"]
+    english = load_bundled(limit=1, treebank="en_pud")
+    english[0].words.append("changed")
+    assert load_bundled(limit=1, treebank="en_pud")[0].words[-1] != "changed"
+    with pytest.raises(ValueError, match=r"unknown bundled treebank 'de_pud'.*cs_pud.*en_pud"):
+        load_bundled(treebank="de_pud")
+    with pytest.raises(TypeError, match=r"treebank='en_pud'"):
+        load_bundled("en_pud")
