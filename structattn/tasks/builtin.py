@@ -12,4 +12,5 @@ from structattn.tasks import (  # noqa: F401  (registration)
     ssan_tree_depth,
     ssan_word_reordering,
     translation,
+    translation_multi30k,
 )
