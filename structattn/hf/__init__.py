@@ -2,7 +2,8 @@
 
 ``attach(model, plan)`` puts variants into chosen layers through ``transformers.AttentionInterface``;
 ``StructureCollator`` turns sentences into the tokenizer's batch plus token-aligned structures;
-``from_pretrained`` rebuilds a saved attached model; ``pretrain_mlm`` trains a small BERT offline.
+``from_pretrained`` rebuilds a saved attached model; ``pretrain_mlm`` trains a small BERT offline;
+``local_model()`` is the folder of a pretrained model installed from PyPI (all-MiniLM-L6-v2).
 The names are imported on first use, so ``structattn pretrain --help`` does not import transformers.
 """
 
@@ -16,6 +17,7 @@ _NAMES = {
     "attach": "attach", "attached_layers": "attach", "Encoded": "collator", "StructureCollator": "collator",
     "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
     "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
+    "local_model": "local_models",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # static checkers see the eager imports
     from structattn.hf.families import supported_families
     from structattn.hf.interface import structures
     from structattn.hf.loading import from_pretrained
+    from structattn.hf.local_models import local_model
     from structattn.hf.pretrain import pretrain_mlm
     from structattn.hf.pretrain_config import PretrainConfig
     from structattn.hf.tokenizer import train_wordpiece

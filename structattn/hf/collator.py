@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import torch
+from torch import nn
 
+from structattn.hf.families import max_tokens, position_limit
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.collate import collate
 from structattn.structures.providers import StructureProvider, get_provider
@@ -53,11 +57,16 @@ class StructureCollator:
     Args:
         tokenizer: a *fast* Hugging Face tokenizer (``word_ids()`` is needed) with right padding.
         providers: structure name (the name the attention plan uses) -> provider name or provider.
-        max_length: longest tokenized sentence accepted (default ``tokenizer.model_max_length``).
+        max_length: longest tokenized sentence accepted. By default the least of what is known of the model:
+            ``model``'s position table (:func:`~structattn.hf.families.max_tokens`), the tokenizer's
+            ``model_max_length``, and the ``max_position_embeddings`` of the ``config.json`` in the folder the
+            tokenizer was loaded from (so a folder whose tokenizer sets no length is still capped); none of
+            these known: no limit.
         piece_distance: hops between pieces of one word (see ``align_to_subwords``).
         truncation: cut sentences longer than ``max_length`` tokens (default off: they are refused). The
             words that keep a token keep their distances in the whole sentence's structure; the cut words
             are gone (``Encoded.word_ids`` says which words remain).
+        model: the model the batches are for (read for its position limit only).
 
     Raises:
         ValueError: a slow tokenizer, left padding; at call time a sentence longer than ``max_length`` (without
@@ -72,6 +81,7 @@ class StructureCollator:
         max_length: int | None = None,
         piece_distance: int = 0,
         truncation: bool = False,
+        model: nn.Module | None = None,
     ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
@@ -83,8 +93,7 @@ class StructureCollator:
         providers = {"dependency": "dependency"} if providers is None else providers
         self.tokenizer = tokenizer
         self.providers = {k: get_provider(p) if isinstance(p, str) else p for k, p in providers.items()}
-        limit = max_length if max_length is not None else getattr(tokenizer, "model_max_length", None)
-        self.max_length = int(limit) if limit is not None and limit < 10**9 else None
+        self.max_length = max_length if max_length is not None else default_max_length(tokenizer, model)
         self.piece_distance = piece_distance
         if truncation and self.max_length is None:
             raise ValueError("StructureCollator: truncation needs a max_length (the tokenizer sets none)")
@@ -127,6 +136,29 @@ class StructureCollator:
         if structure.num_tokens != n:
             raise ValueError(f"StructureCollator: structures cover {structure.num_tokens} tokens, the batch {n}")
         return structure
+
+
+def default_max_length(tokenizer: Any, model: nn.Module | None = None) -> int | None:
+    """The most tokens a batch may have when no ``max_length`` is given (see :class:`StructureCollator`).
+
+    Raises:
+        ValueError: the ``config.json`` beside the tokenizer is not valid JSON (named).
+    """
+    limits = [max_tokens(model)] if model is not None else []
+    own = getattr(tokenizer, "model_max_length", None)
+    if own is not None and own < 10**9:
+        limits.append(int(own))
+    folder = str(getattr(tokenizer, "name_or_path", "") or "")
+    config = Path(folder) / "config.json"
+    if folder and config.is_file():
+        try:
+            values = json.loads(config.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{config} (beside the tokenizer) is not valid JSON ({error}); the file is truncated "
+                             "or damaged") from None
+        if isinstance(values, dict) and "max_position_embeddings" in values:
+            limits.append(position_limit(values))
+    return min(limits) if limits else None
 
 
 def _num_words(ids: Sequence[int | None]) -> int:

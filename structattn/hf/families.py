@@ -10,6 +10,8 @@ disentangled attention, ALBERT's weights shared across layers, ...) is refused b
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 
 #: Self-attention class name -> family name (as listed in docs/hf.md).
@@ -66,9 +68,22 @@ def num_heads(module: nn.Module) -> int:
 def max_tokens(model: nn.Module, tokenizer: object | None = None) -> int:
     """The longest input ``model`` takes: its position table (less RoBERTa-style offsets, whose positions
     start after the padding index), capped by the tokenizer's ``model_max_length`` when that is set."""
-    config = model.config
-    limit = int(config.max_position_embeddings)
-    if config.model_type in ("roberta", "xlm-roberta", "camembert"):
-        limit -= int(config.pad_token_id) + 1
+    limit = position_limit(model.config.to_dict())
     own = getattr(tokenizer, "model_max_length", None)
     return min(limit, int(own)) if own is not None and own < 10**9 else limit
+
+
+def position_limit(config: dict[str, Any]) -> int:
+    """Tokens a model of this ``config.json`` (as a dict) can take: ``max_position_embeddings``, less the
+    padding offset of RoBERTa-style families (positions start at ``pad_token_id + 1``).
+
+    Raises:
+        ValueError: the config has no ``max_position_embeddings``.
+    """
+    if "max_position_embeddings" not in config:
+        raise ValueError(f"a {config.get('model_type', 'model')!r} config without max_position_embeddings: "
+                         "its position limit is unknown")
+    limit = int(config["max_position_embeddings"])
+    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= int(config.get("pad_token_id", 1)) + 1
+    return limit

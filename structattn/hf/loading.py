@@ -11,10 +11,9 @@ import torch
 from torch import nn
 
 from structattn.hf.attach import CONFIG_KEY, attach
+from structattn.hf.local_models import ModelNotFoundError
 
-
-class ModelNotFoundError(FileNotFoundError, ValueError):
-    """No local model directory at the given path (a ``ValueError`` too, so setting validation reports it)."""
+__all__ = ["ModelNotFoundError", "check_model_files", "from_pretrained"]
 
 
 def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any = None, **hf_options: Any) -> nn.Module:
@@ -35,7 +34,8 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
     Raises:
         ModelNotFoundError: (a ``FileNotFoundError`` and ``ValueError``) ``path`` is not a local directory with a ``config.json``; the message says how to
             fetch a hub model where a hub is reachable.
-        ValueError: ``plan`` differs from the plan the checkpoint was saved with.
+        ValueError: ``plan`` differs from the plan the checkpoint was saved with, or a file of the folder is
+            truncated or damaged (:func:`check_model_files`; the message names the file).
     """
     path = Path(path)
     if not (path / "config.json").is_file():
@@ -44,7 +44,7 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
             f"Where a hub is reachable, fetch a model first, e.g. `huggingface-cli download bert-base-cased "
             f"--local-dir models/bert-base-cased`, or make a small one offline with `structattn pretrain`"
         )
-    config = json.loads((path / "config.json").read_text())
+    config = check_model_files(path)
     saved = config.get(CONFIG_KEY)
     if saved and plan is not None and plan != saved["plan"]:
         raise ValueError(f"{path} was saved with plan {saved['plan']!r}; got plan={plan!r}")
@@ -60,6 +60,40 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
     elif plan is not None:
         attach(model, plan)
     return model
+
+
+def check_model_files(path: Path) -> dict[str, Any]:
+    """Read ``config.json`` and check the header of every ``*.safetensors`` file of a model folder, so that a
+    truncated or damaged file fails here, named, instead of deep inside transformers or safetensors.
+
+    Only the safetensors headers are read (they list every tensor's byte range, which must cover the file
+    exactly), not the weights.
+
+    Returns:
+        the parsed ``config.json``.
+
+    Raises:
+        ValueError: ``config.json`` is not a JSON object, or a ``.safetensors`` file's header is invalid or does
+            not match its size; the message names the file.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    file = path / "config.json"
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{file} is not valid JSON ({error}); the file is truncated or damaged: copy or "
+                         f"download it again") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{file} holds a JSON {type(config).__name__}, not the object of a model config")
+    for file in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt"):
+                pass
+        except SafetensorError as error:
+            raise ValueError(f"{file} ({file.stat().st_size} bytes) is not a readable safetensors file ({error}); "
+                             f"the file is truncated or damaged: copy or download it again") from None
+    return config
 
 
 def _saved_class(config: dict[str, Any]) -> Any:

@@ -120,3 +120,46 @@ def test_truncation_keeps_the_whole_sentences_distances(tokenizer, treebank):
                     assert int(structure.distance[k, t, u]) == gold[wt][wu]
     with pytest.raises(ValueError, match="more than the model's 12"):
         StructureCollator(tokenizer, max_length=12)(long)
+
+
+def _words_of_tokens(tokenizer, count: int) -> list[str]:
+    """``count`` words of one token each (a single-piece vocabulary entry repeated)."""
+    word = next(w for w in ("the", "a", "of", "je", "a", "v") if len(tokenizer.tokenize(w)) == 1)
+    return [word] * count
+
+
+def _chain(words: list[str], id: str) -> Sentence:
+    return Sentence(words=words, heads=[-1] + list(range(len(words) - 1)), id=id)
+
+
+def test_position_limit_of_the_model_folder_applies_without_max_length(tmp_path, tokenizer):
+    """A tokenizer saved without a length (``train_wordpiece`` sets none) beside a model with 128 positions:
+    the collator reads the folder's config.json, so the long sentence is refused by name, not left to crash
+    inside the position embeddings."""
+    from transformers import AutoTokenizer
+
+    from tests.hf.conftest import tiny_model
+
+    tiny_model("bert", tokenizer).save_pretrained(tmp_path)  # max_position_embeddings=128
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert not reloaded.model_max_length < 10**9  # the tokenizer itself knows no limit
+    collator = StructureCollator(reloaded)
+    assert collator.max_length == 128
+    fits = _chain(_words_of_tokens(reloaded, 126), "fits")  # 126 words + [CLS] + [SEP] = 128 tokens
+    assert collator([fits])["input_ids"].shape == (1, 128)
+    with pytest.raises(ValueError, match=r"sentence 'too-long' has 129 tokens, more than the model's 128"):
+        collator([fits, _chain(_words_of_tokens(reloaded, 127), "too-long")])
+
+
+def test_position_limit_of_a_given_model_applies_without_max_length(tokenizer):
+    from tests.hf.conftest import tiny_model
+
+    assert StructureCollator(tokenizer).max_length is None  # an in-memory trained tokenizer: no limit known
+    model = tiny_model("roberta", tokenizer)  # 128 positions, less RoBERTa's offset (pad_token_id + 1)
+    collator = StructureCollator(tokenizer, model=model)
+    limit = 128 - tokenizer.pad_token_id - 1
+    assert collator.max_length == limit
+    with pytest.raises(ValueError, match=rf"sentence 'long' has {limit + 1} tokens, more than the model's {limit}"):
+        collator([_chain(_words_of_tokens(tokenizer, limit - 1), "long")])
+    assert StructureCollator(tokenizer, model=model, max_length=300).max_length == 300  # an explicit one wins

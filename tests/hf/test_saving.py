@@ -83,3 +83,31 @@ def test_attached_checkpoint_loaded_plainly_points_to_from_pretrained(tmp_path, 
     plain = AutoModel.from_pretrained(tmp_path)
     with pytest.raises(ValueError, match="structattn.hf.from_pretrained"):
         H.attach(plain, "soft_bias(dependency)")
+
+
+@pytest.mark.parametrize("keep", ["half", "all but the closing brace", "nothing"])
+def test_truncated_config_json_is_named(tmp_path, tokenizer, keep):
+    tiny_model("bert", tokenizer).save_pretrained(tmp_path)
+    config = tmp_path / "config.json"
+    text = config.read_text().rstrip()
+    config.write_text(text[: {"half": len(text) // 2, "all but the closing brace": len(text) - 1, "nothing": 0}[keep]])
+    with pytest.raises(ValueError, match=r"config\.json is not valid JSON .*truncated or damaged"):
+        from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("keep", ["4 bytes", "inside the header", "half the weights", "all but one byte"])
+def test_truncated_safetensors_is_named(tmp_path, tokenizer, short_sentences, keep):
+    """Cut anywhere (inside the length prefix, the header, the weights), the file fails by name, before
+    transformers reads it; the untouched checkpoint loads."""
+    model = tiny_model("bert", tokenizer)
+    H.attach(model, "soft_bias(dependency)@0; full")
+    model.save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    data = weights.read_bytes()
+    header = 8 + int.from_bytes(data[:8], "little")
+    cut = {"4 bytes": 4, "inside the header": header // 2, "half the weights": (header + len(data)) // 2,
+           "all but one byte": len(data) - 1}[keep]
+    from_pretrained(tmp_path)  # whole: loads
+    weights.write_bytes(data[:cut])
+    with pytest.raises(ValueError, match=rf"model\.safetensors \({cut} bytes\) is not a readable safetensors file"):
+        from_pretrained(tmp_path)
