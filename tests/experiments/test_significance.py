@@ -1,0 +1,253 @@
+"""Paired significance tests: exact enumerations and plain loops as oracles, sacrebleu's PairedTest for BLEU/chrF."""
+
+import itertools
+import math
+import os
+import random
+import statistics
+
+import numpy as np
+import pytest
+
+from structattn.experiments.significance import (
+    PairingError, SignificanceRow, accuracy_standard_error, approximate_randomisation_accuracy,
+    bootstrap_accuracy_differences, compare_task, holm, minimum_detectable_effect, paired_bootstrap_accuracy,
+    paired_corpus_test, resampled_corpus_scores, with_holm)
+
+# four items with distinct totals, so that resampling the wrong axis or pairing the wrong items changes the numbers
+REF = ([1, 0, 2, 3], [1, 2, 3, 4])
+SYS = ([1, 2, 3, 3], [1, 2, 3, 4])
+
+
+def accuracy(counts, items):
+    return sum(counts[0][i] for i in items) / sum(counts[1][i] for i in items)
+
+
+def exact_bootstrap(ref, sys):
+    """Every one of the n^n equally likely resamples: the exact bootstrap distribution of the difference."""
+    n = len(ref[0])
+    return [accuracy(sys, idx) - accuracy(ref, idx) for idx in itertools.product(range(n), repeat=n)]
+
+
+def test_bootstrap_draws_are_the_plain_loop_over_seeded_resamples():
+    rng, n, loop = np.random.default_rng(7), len(REF[0]), []
+    for _ in range(600):  # crosses the 256-resample chunks
+        idx = [int(i) for i in rng.integers(0, n, size=n)]
+        loop.append(accuracy(SYS, idx) - accuracy(REF, idx))
+    assert bootstrap_accuracy_differences(REF, SYS, 600, seed=7).tolist() == pytest.approx(loop, abs=1e-15)
+    result = paired_bootstrap_accuracy(REF, SYS, 600, seed=7)
+    below, above = sum(d <= 0 for d in loop), sum(d >= 0 for d in loop)
+    assert result.p == min(1.0, 2 * (1 + min(below, above)) / 601)
+    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
+    assert result.diff == pytest.approx(9 / 10 - 6 / 10) and result.n_items == 4
+
+
+def test_bootstrap_matches_the_exact_enumerated_distribution():
+    exact = exact_bootstrap(REF, SYS)  # 256 resamples, each with probability 1/256
+    share_not_better = sum(d <= 0 for d in exact) / len(exact)
+    drawn = bootstrap_accuracy_differences(REF, SYS, 20000, seed=3)
+    assert np.mean(drawn <= 0) == pytest.approx(share_not_better, abs=0.01)
+    assert np.mean(drawn) == pytest.approx(statistics.fmean(exact), abs=0.005)
+    result = paired_bootstrap_accuracy(REF, SYS, 20000, seed=3)
+    assert result.p == pytest.approx(min(1.0, 2 * min(share_not_better, sum(d >= 0 for d in exact) / 256)), abs=0.02)
+
+
+def exact_permutation_p(ref, sys):
+    """The exact paired permutation test: all 2^n ways of swapping the two systems' outputs item by item."""
+    n, observed = len(ref[0]), abs(accuracy(sys, range(len(ref[0]))) - accuracy(ref, range(len(ref[0]))))
+    hits = 0
+    for swaps in itertools.product((False, True), repeat=n):
+        a = ([r if s else q for r, q, s in zip(ref[0], sys[0], swaps)], [r if s else q for r, q, s in zip(ref[1], sys[1], swaps)])
+        b = ([q if s else r for r, q, s in zip(ref[0], sys[0], swaps)], [q if s else r for r, q, s in zip(ref[1], sys[1], swaps)])
+        hits += abs(accuracy(a, range(n)) - accuracy(b, range(n))) >= observed - 1e-12
+    return hits / 2**n
+
+
+def test_approximate_randomisation_matches_the_exact_permutation_test():
+    ref = ([1, 0, 2, 3, 1, 0, 4, 2], [1, 2, 3, 4, 2, 1, 5, 3])
+    sys = ([1, 2, 3, 3, 2, 1, 4, 1], [1, 2, 3, 4, 2, 1, 5, 3])
+    exact = exact_permutation_p(ref, sys)
+    assert 0.05 < exact < 0.5  # a case where the approximation can be told apart from 0 or 1
+    result = approximate_randomisation_accuracy(ref, sys, trials=20000, seed=5)
+    assert result.p == pytest.approx(exact, abs=0.01)
+    assert result.method == "approximate_randomisation"
+    boot = paired_bootstrap_accuracy(ref, sys, 20000, seed=5)
+    assert (result.diff, result.ci_low, result.ci_high) == (boot.diff, boot.ci_low, boot.ci_high)
+
+
+def test_holm_hand_computed():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> 4 x 0.005, 3 x 0.01, 2 x 0.03, max(1 x 0.04, 0.06)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6, 0.01]) == pytest.approx([1.0, 1.0, 0.03])  # capped at 1, monotone
+    assert holm([0.02]) == [0.02] and holm([]) == []
+    with pytest.raises(ValueError, match="p-value 1 is nan"):
+        holm([0.1, float("nan")])
+
+
+def test_identical_systems_give_p_one_and_no_difference():
+    for test in (paired_bootstrap_accuracy, approximate_randomisation_accuracy):
+        result = test(REF, REF, 500, seed=1)
+        assert (result.diff, result.ci_low, result.ci_high, result.p) == (0.0, 0.0, 0.0, 1.0)
+
+
+def clearly_better(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    total = rng.integers(1, 6, n)
+    return (rng.binomial(total, 0.5), total), (rng.binomial(total, 0.7), total)
+
+
+def test_a_clearly_better_system_is_significant_and_a_worse_one_negative():
+    ref, sys = clearly_better()
+    for test in (paired_bootstrap_accuracy, approximate_randomisation_accuracy):
+        better, worse = test(ref, sys, 1000, seed=2), test(sys, ref, 1000, seed=2)
+        assert better.p < 0.05 and 0 < better.ci_low < better.diff < better.ci_high
+        assert worse.p < 0.05 and worse.ci_high < 0 and worse.diff == pytest.approx(-better.diff)
+
+
+def test_same_seed_same_numbers_other_seed_other_interval():
+    ref, sys = clearly_better(60, seed=4)
+    assert paired_bootstrap_accuracy(ref, sys, 300, seed=9) == paired_bootstrap_accuracy(ref, sys, 300, seed=9)
+    assert approximate_randomisation_accuracy(ref, sys, 300, seed=9) == approximate_randomisation_accuracy(ref, sys, 300, seed=9)
+    assert paired_bootstrap_accuracy(ref, sys, 300, seed=9).ci_low != paired_bootstrap_accuracy(ref, sys, 300, seed=10).ci_low
+
+
+def test_bad_counts_name_the_culprit():
+    with pytest.raises(PairingError, match="system: item 1 has correct 3 out of total 2"):
+        paired_bootstrap_accuracy(REF, ([1, 3, 0, 0], [1, 2, 3, 4]))
+    with pytest.raises(PairingError, match="reference has 4 items but system has 3"):
+        paired_bootstrap_accuracy(REF, ([1, 1, 1], [1, 1, 1]))
+
+
+def test_minimum_detectable_effect_and_standard_error_hand_computed():
+    z = 1.959963984540054 + 0.8416212335729143
+    assert minimum_detectable_effect(0.01) == pytest.approx(z * math.sqrt(2) * 0.01)
+    # one target per item: the binomial p(1 - p) / (n - 1)
+    correct = [1] * 30 + [0] * 70
+    assert accuracy_standard_error(correct, [1] * 100) == pytest.approx(math.sqrt(0.3 * 0.7 / 99))
+    # several targets per item: the ratio estimator, items as the unit
+    c, t = [2, 0, 3], [2, 2, 4]
+    p = 5 / 8
+    want = math.sqrt(sum((ci - p * ti) ** 2 for ci, ti in zip(c, t)) / (2 * 3 * (8 / 3) ** 2))
+    assert accuracy_standard_error(c, t) == pytest.approx(want)
+    assert accuracy_standard_error([1, 1], [1, 1]) > 0  # all right: the smoothed binomial, not 0
+
+
+# ---------------------------------------------------------------- BLEU / chrF through sacrebleu
+
+def translations(n=40, seed=0):
+    rng = random.Random(seed)
+    words = "the a cat dog sat ran on under mat house red small big".split()
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 9))) for _ in range(n)]
+
+    def noisy(rate):
+        return [" ".join(w if rng.random() > rate else "zz" for w in r.split()) for r in refs]
+
+    return refs, noisy(0.5), noisy(0.2)
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_corpus_test_agrees_with_sacrebleus_paired_test(metric, monkeypatch):
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest, estimate_ci
+
+    refs, worse, better = translations()
+    monkeypatch.setenv("SACREBLEU_SEED", "777")
+    ours = paired_corpus_test(worse, better, refs, metric, resamples=200, seed=4321)
+    assert os.environ["SACREBLEU_SEED"] == "777"  # our temporary seed was put back
+    monkeypatch.setenv("SACREBLEU_SEED", "4321")
+    scorer = BLEU(force=True) if metric == "bleu" else CHRF()
+    _, scores = PairedTest([("base", worse), ("new", better)], {metric: scorer}, [refs], test_type="bs",
+                           n_samples=200)()
+    base, new = next(v for k, v in scores.items() if k != "System")
+    assert ours.p == new.p_value and ours.diff == pytest.approx(new.score - base.score)
+    assert ours.reference_score == base.score and ours.method == "sacrebleu_paired_bs"
+    # the interval comes from the very resamples sacrebleu drew: the system's resampled scores give its CI
+    mean, half = estimate_ci(resampled_corpus_scores(better, refs, metric, 200, seed=4321))
+    assert (mean, half) == pytest.approx((new.mean, new.ci))
+
+
+def test_corpus_interval_is_the_corpus_metric_recomputed_on_resamples():
+    import sacrebleu
+
+    refs, worse, better = translations(12, seed=1)
+    rng, diffs = np.random.default_rng(99), []
+    for idx in rng.choice(len(refs), size=(30, len(refs)), replace=True):  # sacrebleu's draws
+        r = [[refs[i] for i in idx]]
+        diffs.append(sacrebleu.corpus_bleu([better[i] for i in idx], r, force=True).score
+                     - sacrebleu.corpus_bleu([worse[i] for i in idx], r, force=True).score)
+    ours = paired_corpus_test(worse, better, refs, "bleu", resamples=30, seed=99)
+    assert (ours.ci_low, ours.ci_high) == pytest.approx(tuple(np.percentile(diffs, [2.5, 97.5])), abs=1e-4)
+
+
+def test_corpus_scores_are_the_ones_runs_report():
+    from structattn.seq2seq.metrics import corpus_scores
+
+    refs, worse, better = translations(15, seed=2)
+    want = {k: corpus_scores(better, refs)[k] - corpus_scores(worse, refs)[k] for k in ("bleu", "chrf")}
+    for metric in ("bleu", "chrf"):
+        assert paired_corpus_test(worse, better, refs, metric, resamples=20).diff == pytest.approx(want[metric])
+
+
+def test_corpus_test_identical_better_and_reproducible():
+    refs, worse, better = translations()
+    same = paired_corpus_test(worse, worse, refs, "bleu", resamples=100)
+    assert (same.diff, same.ci_low, same.ci_high, same.p) == (0.0, 0.0, 0.0, 1.0)
+    first = paired_corpus_test(worse, better, refs, "bleu", resamples=200, seed=8)
+    assert first.p < 0.05 and first.ci_low > 0
+    assert first == paired_corpus_test(worse, better, refs, "bleu", resamples=200, seed=8)
+    ar = paired_corpus_test(worse, better, refs, "chrf", method="ar", resamples=200, seed=8)
+    assert ar.method == "sacrebleu_paired_ar" and ar.p < 0.05
+    with pytest.raises(PairingError, match="40 reference-system and 39 system hypotheses for 40 references"):
+        paired_corpus_test(worse, better[:-1], refs)
+    with pytest.raises(ValueError, match="seed 0 means 'unseeded'"):
+        paired_corpus_test(worse, better, refs, seed=0)
+
+
+# ---------------------------------------------------------------- run records: per seed, pooled, Holm
+
+def run(setting, seed, counts, ids=None):
+    n = len(counts[0])
+    return {"run_id": f"{setting}_s{seed}", "setting": setting, "seed": seed, "metric": "accuracy",
+            "predictions": {"split": "test", "ids": ids or [f"i{k}" for k in range(n)], "correct": list(counts[0]),
+                            "total": list(counts[1])}}
+
+
+def test_pooled_pairs_seed_with_seed_and_concatenates_items():
+    ref0, sys0 = clearly_better(30, seed=1)
+    ref1, sys1 = clearly_better(30, seed=2)
+    settings = {"full": [run("full", 1, ref1), run("full", 0, ref0)],  # out of seed order on purpose
+                "tree": [run("tree", 0, sys0), run("tree", 1, sys1)]}
+    rows = compare_task("t", settings, "full", resamples=200)
+    assert [(r.scope, r.metric) for r in rows] == [("seed 0", "test_accuracy"), ("seed 1", "test_accuracy"),
+                                                 ("pooled", "test_accuracy")]
+    assert rows[0].result == paired_bootstrap_accuracy(ref0, sys0, 200)
+    pooled = [np.concatenate([a, b]) for a, b in zip(ref0, ref1)], [np.concatenate([a, b]) for a, b in zip(sys0, sys1)]
+    assert rows[2].result == paired_bootstrap_accuracy(pooled[0], pooled[1], 200) and rows[2].result.n_items == 60
+    assert all(r.p_holm == r.result.p for r in rows)  # one comparison per scope: Holm changes nothing
+
+
+def test_holm_families_are_task_and_scope():
+    def row(setting, scope, p):
+        result = paired_bootstrap_accuracy(REF, SYS, 10)
+        return SignificanceRow("t", setting, "full", scope, "test_accuracy", type(result)(**{**result.__dict__, "p": p}))
+
+    rows = with_holm([row("a", "pooled", 0.01), row("b", "pooled", 0.04), row("a", "seed 0", 0.03),
+                      row("b", "seed 0", 0.03), SignificanceRow("t", "c", "full", "pooled", "test_accuracy", None)])
+    assert [r.p_holm for r in rows] == pytest.approx([0.02, 0.04, 0.06, 0.06, None])
+    assert [r.significant for r in rows] == [True, True, False, False, False]
+
+
+def test_runs_without_outputs_are_rows_with_a_note_and_bad_pairs_name_the_runs():
+    ref, sys = clearly_better(20)
+    old = run("tree", 1, sys)
+    del old["predictions"]
+    settings = {"full": [run("full", 0, ref), run("full", 1, ref)], "tree": [run("tree", 0, sys), old]}
+    rows = compare_task("t", settings, "full", resamples=100)
+    assert [(r.scope, r.result is None, r.note) for r in rows] == [
+        ("seed 0", False, ""), ("seed 1", True, "no per-item outputs"), ("pooled", False, "")]
+    assert rows[2].result.n_items == 20  # only the paired seed
+    settings["tree"] = [run("tree", 0, sys, ids=[f"j{k}" for k in range(20)])]
+    with pytest.raises(PairingError, match="runs 'full_s0' and 'tree_s0' cannot be paired: ids differ at item 0"):
+        compare_task("t", settings, "full")
+    with pytest.raises(ValueError, match="reference setting 'x' is not among"):
+        compare_task("t", settings, "x")
