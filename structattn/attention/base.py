@@ -33,34 +33,15 @@ from structattn.attention.learned import LearnedQuantity
 from structattn.registry import Registry
 from structattn.structures.structure import Structure
 
-class _AttentionRegistry(Registry["StructuredAttention"]):
-    """The variant registry; every lookup first imports ``structattn.attention.builtin`` (which registers the
-    built-in variants), so no import-time side effect is hidden in ``structattn/attention/__init__.py``."""
-
-    def get(self, name: str) -> type["StructuredAttention"]:
-        _register_builtin()
-        return super().get(name)
-
-    def names(self) -> list[str]:
-        _register_builtin()
-        return super().names()
-
-    def __contains__(self, name: object) -> bool:
-        _register_builtin()
-        return super().__contains__(name)
-
-
-def _register_builtin() -> None:
-    import structattn.attention.builtin  # noqa: F401  (registers the built-in variants)
-
-
-ATTENTION: Registry["StructuredAttention"] = _AttentionRegistry("attention variant")
+#: the variant registry; the built-in variants register on first lookup (:mod:`structattn.attention.builtin`)
+ATTENTION: Registry["StructuredAttention"] = Registry("attention variant", builtin="structattn.attention.builtin")
 register_attention = ATTENTION.register
 
 
 def get_attention(name: str, **options: object) -> "StructuredAttention":
-    """Build the variant registered as ``name`` with its own ``options``."""
-    return ATTENTION.get(name)(**options)
+    """Build the variant registered as ``name`` with its own ``options`` (a bad option: ``ValueError`` naming it).
+    Every variant's constructor takes ``(num_heads, head_dim, **options)``."""
+    return ATTENTION.build(name, **options)
 
 
 def attention_names() -> list[str]:

@@ -9,24 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import torch
-
 from structattn.experiments.provenance import Stopwatch, environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
-from structattn.experiments.run import (
-    PreparedData,
-    RunSpec,
-    Setup,
-    build_model,
-    execute,
-    make_providers,
-    make_task,
-    plan_structures,
-    prepare_data,
-)
-from structattn.training.data import make_batch
+from structattn.experiments.run import execute
+from structattn.experiments.runners import runner_for
+from structattn.experiments.spec import RunSpec, Setup, make_providers, make_task
 from structattn.training.distributed import Distributed, barrier
 
 
@@ -77,9 +66,10 @@ class Comparison:
         tasks = {label: make_task(spec) for label, spec in self.tasks.items()}
         for label, plan in self.settings.items():
             try:
-                providers = make_providers(plan_structures(plan, self.setup.model), self.setup.structures)
                 for task in tasks.values():
-                    build_model(task, 2, plan, self.setup.model, providers)
+                    runner = runner_for(task, plan)
+                    providers = make_providers(runner.structures(plan, self.setup.model), self.setup.structures)
+                    runner.check(task, plan, self.setup, providers)
             except ValueError as err:
                 raise ValueError(f"setting {label!r}: {err}") from None
 
@@ -91,16 +81,10 @@ class Comparison:
             task = make_task(spec)
             items = task.splits()["train"][:items_per_task]
             for label, plan in self.settings.items():
-                if task.output == "sequence":  # translation tasks: structattn.experiments.translation
-                    from structattn.experiments.translation import dry_run_translation
-                    dry_run_translation(task, plan, self.setup, items_per_task)
-                    continue
-                providers = make_providers(plan_structures(plan, self.setup.model), self.setup.structures)
-                data = prepare_data(task, providers, self.setup.vocab, quiet=True, items={"train": items, "test": items})
-                model = build_model(task, len(data.vocab), plan, self.setup.model, providers).eval()
-                logits = model(make_batch(data.examples["train"], task.output))
-                if not torch.isfinite(logits).all():
-                    raise ValueError(f"setting {label!r} on task {task_label!r}: non-finite outputs in a forward pass")
+                try:
+                    runner_for(task, plan).dry_run(task, plan, self.setup, items)
+                except ValueError as err:
+                    raise ValueError(f"setting {label!r} on task {task_label!r}: {err}") from None
 
     def fingerprint(self) -> str:
         """Hash of everything that defines the runs (shards merge only with equal fingerprints)."""
@@ -158,7 +142,7 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
         records.append(record)
     if context.is_main:
         report(records, out, len(runs), plots)
-        write_provenance(out, watch, {label: data.checksum for label, data in cache.items()}, finished=True,
+        write_provenance(out, watch, {label: data.checksum for (label, _), data in cache.items()}, finished=True,
                          kept=sorted(done))
     return records
 
@@ -206,14 +190,20 @@ def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", 
     return record
 
 
-def _data_for(spec: RunSpec, comparison: Comparison, cache: dict[str, PreparedData], quiet: bool) -> PreparedData:
-    """Encode each task once, with every structure any setting reads (precomputed once per dataset)."""
-    if spec.task_label not in cache:
-        names = set().union(*(plan_structures(p, comparison.setup.model) for p in comparison.settings.values()))
+def _data_for(spec: RunSpec, comparison: Comparison, cache: dict[tuple[str, str], Any], quiet: bool) -> Any:
+    """Encode each task once per kind of data (runners with one ``data_kind`` share it), with every structure
+    any setting of that kind reads (precomputed once per dataset)."""
+    task = make_task(spec.task)
+    runner = runner_for(task, spec.plan)
+    key = (spec.task_label, runner.data_key())
+    if key not in cache:
+        sharing = [(p, runner_for(task, p)) for p in comparison.settings.values()]
+        names = set().union(*(r.structures(p, comparison.setup.model) for p, r in sharing
+                              if r.data_key() == runner.data_key()))
         providers = make_providers(names, comparison.setup.structures)
-        cache[spec.task_label] = prepare_data(make_task(spec.task), providers, comparison.setup.vocab, quiet,
-                                              cache_dir=comparison.setup.cache_dir)
-    return cache[spec.task_label]
+        cache[key] = runner.prepare(task, providers, comparison.setup.vocab, quiet=quiet,
+                                    cache_dir=comparison.setup.cache_dir)
+    return cache[key]
 
 
 def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool = True) -> None:

@@ -25,7 +25,7 @@ import torch
 from structattn import plugins
 from structattn.encoders.config import EncoderConfig
 from structattn.experiments.compare import Comparison, run_comparison, train_one
-from structattn.experiments.run import Setup
+from structattn.experiments.spec import Setup
 from structattn.training import distributed
 from structattn.training.config import TrainConfig
 from structattn.training.values import as_bool, as_float, as_int

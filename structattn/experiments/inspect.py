@@ -12,7 +12,7 @@ from structattn.structures.providers.base import get_provider
 from structattn.training.data import Example, make_batch
 
 if TYPE_CHECKING:
-    from structattn.experiments.run import PreparedData
+    from structattn.experiments.runners.encoder import PreparedData
 
 
 def bias_records(model: TaskModel) -> list[dict[str, Any]]:

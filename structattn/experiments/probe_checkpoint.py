@@ -26,9 +26,11 @@ import torch
 from tqdm.auto import tqdm
 
 from structattn.encoders import EncoderConfig, TaskModel, Vocab
-from structattn.experiments import hf_models
-from structattn.experiments.probe_command import PROBES, _chunks, _pad_cat, check_probes, probe_encoded, split
-from structattn.experiments.run import build_model, make_providers, make_task, rebuild_meta
+from structattn.experiments.probe_command import PROBES, check_probes, probe_encoded, split
+from structattn.experiments.run import rebuild_meta
+from structattn.experiments.runners import runner_for
+from structattn.experiments.spec import make_task
+from structattn.probes.stacking import chunks, pad_cat
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import Sentence
@@ -85,17 +87,8 @@ def rebuild(data: Mapping[str, Any]) -> tuple[Callable[[], TaskModel], Vocab, di
             translation task or a fine-tuned HF setting (probe the HF model directory instead).
     """
     meta = rebuild_meta(data)
-    if hf_models.is_hf_setting(meta["plan"]):
-        raise ValueError(f"run {meta.get('run_id', '?')} fine-tuned an HF model ({meta['plan']}); probe takes "
-                         "structattn encoders from checkpoints, and HF models as directories")
     task = make_task(meta["task"])
-    if task.output == "sequence":
-        raise ValueError(f"run {meta.get('run_id', '?')} is a translation model (task {meta['task']!r}); "
-                         "probe reads encoder-only models")
-    providers = make_providers(meta["structures"], meta["structures"])
-    vocab = Vocab.from_dict(meta["vocab"])
-    config = EncoderConfig(**meta["model"])
-    return (lambda: build_model(task, len(vocab), meta["plan"], config, providers).eval()), vocab, providers
+    return runner_for(task, meta["plan"]).rebuild_encoder(meta, task)
 
 
 def encode_sentences(sentences: Sequence[Sentence], vocab: Vocab, providers: Mapping[str, StructureProvider],
@@ -133,7 +126,7 @@ def encode(model: TaskModel, examples: Sequence[Example], batch_size: int = 16,
     model.eval()
     states: list[list[torch.Tensor]] = []
     attentions: list[list[torch.Tensor]] = []
-    for chunk in tqdm(list(_chunks(examples, batch_size)), desc="encode", disable=not progress, leave=False):
+    for chunk in tqdm(list(chunks(examples, batch_size)), desc="encode", disable=not progress, leave=False):
         batch = make_batch(chunk, "token")
         with _layer_states(model) as hidden:
             out = model.encoder(batch.input_ids, batch.token_mask, batch.structures, return_weights=True)
@@ -142,8 +135,8 @@ def encode(model: TaskModel, examples: Sequence[Example], batch_size: int = 16,
         pieces = piece_matrix(word_ids, batch.input_ids.shape[1])  # (b, w, n); identity for word-level input
         states.append([first_piece_states(h, pieces) for h in hidden])
         attentions.append([word_attention(_weights(a, k), pieces) for k, a in enumerate(out.attentions)])
-    return [_pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
-        [_pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
+    return [pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
+        [pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
 
 
 @contextlib.contextmanager

@@ -41,6 +41,7 @@ from structattn.hf.interface import eager_attention
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
 from structattn.experiments.probe_cli import PROBES, build_parser, parse_layers
 from structattn.probes import structural, tree_induction
+from structattn.probes.stacking import chunks, pad_cat
 from structattn.progress import progress_disabled
 from structattn.structures.sentence import Sentence
 
@@ -132,15 +133,15 @@ def encode(model: Any, tokenizer: Any, sentences: Sequence[Sentence], batch_size
     training = model.training
     with eager_attention(model):
         model.eval()
-        for chunk in tqdm(list(_chunks(sentences, batch_size)), desc="encode", disable=not progress, leave=False):
+        for chunk in tqdm(list(chunks(sentences, batch_size)), desc="encode", disable=not progress, leave=False):
             encoded = collator.encode(chunk)
             out = model.base_model(**encoded.batch, output_hidden_states=True, output_attentions=True)
             pieces = piece_matrix(encoded.word_ids, encoded.batch["input_ids"].shape[1])
             states.append([first_piece_states(h, pieces) for h in out.hidden_states])
             attentions.append([word_attention(a, pieces) for a in out.attentions])
     model.train(training)
-    return [_pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
-        [_pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
+    return [pad_cat([s[l] for s in states]) for l in range(len(states[0]))], \
+        [pad_cat([a[l] for a in attentions]) for l in range(len(attentions[0]))]
 
 
 def random_control(model: Any, seed: int = 0) -> Any:
@@ -182,22 +183,6 @@ def _row(name: str, layer: int, head: int | str, probe: str, metric: str, value:
 
 def _word_mask(sentences: Sequence[Sentence], words: int) -> torch.Tensor:
     return torch.arange(words)[None, :] < torch.tensor([len(s) for s in sentences])[:, None]
-
-
-def _pad_cat(parts: list[torch.Tensor]) -> torch.Tensor:
-    """Concatenate along the batch, zero-padding every trailing word axis to the longest."""
-    size = max(p.shape[-2] for p in parts)
-    padded = []
-    for p in parts:
-        extra = size - p.shape[-2]
-        pad = (0, 0, 0, extra) if p.dim() == 3 else (0, extra, 0, extra)
-        padded.append(torch.nn.functional.pad(p, pad))
-    return torch.cat(padded)
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield list(items[start:start + size])
 
 
 def _providers(model: Any) -> dict[str, str]:

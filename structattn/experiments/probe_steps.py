@@ -50,7 +50,7 @@ from structattn.training.data import Example, make_batch
 from structattn.training.evaluation import task_loss
 
 if TYPE_CHECKING:
-    from structattn.experiments.run import PreparedData
+    from structattn.experiments.runners.encoder import PreparedData
 
 PROBE_STEPS: Registry[ProbeStep] = Registry("probe step")
 

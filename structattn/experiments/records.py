@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from structattn.experiments.run import RunSpec
+from structattn.experiments.spec import RunSpec
 
 
 def make_manifest(fingerprint: str, total: int, shard: tuple[int, int] | None,

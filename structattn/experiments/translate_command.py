@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from structattn import plugins
+from structattn.experiments.spec import make_providers
 from structattn.experiments.translate_cli import build_parser
 from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
@@ -50,8 +51,6 @@ def load_translator(path: str | Path) -> Translator:
 
 def translator_from(data: Mapping[str, Any], where: str = "the checkpoint") -> Translator:
     """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors)."""
-    from structattn.experiments.run import make_providers
-
     meta = data.get("meta") or {}
     if meta.get("kind") != "translation":
         raise ValueError(f"{where} is not a translation checkpoint (meta kind {meta.get('kind')!r})")

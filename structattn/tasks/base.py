@@ -43,28 +43,18 @@ Label = Union[int, list[int]]
 OUTPUTS = ("sentence", "token", "pair")
 IGNORE = -100
 
-TASKS: Registry["Task"] = Registry("task")
+TASKS: Registry["Task"] = Registry("task", builtin="structattn.tasks.builtin")
 register_task = TASKS.register
 
 
 def get_task(name: str, **options: Any) -> "Task":
-    """Build the task registered as ``name`` with its ``options``."""
-    _register_builtin()
-    cls = TASKS.get(name)
-    try:
-        return cls(**options)
-    except TypeError as err:
-        raise ValueError(f"task {name!r}: bad options {options}: {err}") from None
+    """Build the task registered as ``name`` with its ``options`` (a bad option: ``ValueError`` naming it)."""
+    return TASKS.build(name, **options)
 
 
 def task_names() -> list[str]:
     """Names of every registered task."""
-    _register_builtin()
     return TASKS.names()
-
-
-def _register_builtin() -> None:
-    import structattn.tasks.builtin  # noqa: F401  (registers the built-in tasks)
 
 
 class Task(DerivedOptions, ABC):

@@ -5,7 +5,7 @@ from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
 from structattn.training.data import Example, encode_items, make_batch
 from structattn.training.distributed import Distributed, setup, teardown
-from structattn.training.evaluation import evaluate, task_loss
+from structattn.training.evaluation import evaluate, item_accuracy, task_loss
 from structattn.training.schedule import make_scheduler, warmup_inverse_sqrt
 from structattn.training.seeding import seed_everything
 from structattn.training.trainer import Trainer, TrainResult
@@ -19,6 +19,7 @@ __all__ = [
     "Trainer",
     "encode_items",
     "evaluate",
+    "item_accuracy",
     "load_checkpoint",
     "make_batch",
     "make_scheduler",

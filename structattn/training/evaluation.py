@@ -38,3 +38,20 @@ def evaluate(model: TaskModel, examples: Sequence[Example], output: str, batch_s
     sums = all_reduce_sum(sums, context)
     total = max(float(sums[2]), 1.0)
     return {"loss": float(sums[0]) / total, "accuracy": float(sums[1]) / total}
+
+
+@torch.no_grad()
+def item_accuracy(model: TaskModel, examples: Sequence[Example], output: str, batch_size: int,
+                  device: torch.device | str = "cpu") -> tuple[list[int], list[int]]:
+    """Per example, in input order: the number of non-ignored targets predicted right, and of non-ignored
+    targets (what a paired significance test resamples; their sums give :func:`evaluate`'s accuracy)."""
+    model.eval()
+    correct, total = [0] * len(examples), [0] * len(examples)
+    sampler = LengthBucketSampler([len(e) for e in examples], batch_size, shuffle=False)
+    for idx in sampler.batches():
+        batch = make_batch([examples[i] for i in idx], output).to(device)
+        kept = batch.labels != IGNORE
+        right = (model(batch).argmax(-1) == batch.labels) & kept
+        for row, i in enumerate(idx):
+            correct[i], total[i] = int(right[row].sum()), int(kept[row].sum())
+    return correct, total

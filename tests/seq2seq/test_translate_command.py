@@ -7,7 +7,7 @@ import torch
 from structattn import cli
 from structattn.experiments.run import make_providers
 from structattn.experiments.translate_command import encode
-from structattn.experiments.translation import prepare_translation
+from structattn.experiments.runners.seq2seq import prepare_translation
 from structattn.structures import write_conllu
 from structattn.tasks.base import get_task
 from tests.seq2seq.test_experiment import run_tiny

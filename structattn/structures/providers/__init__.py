@@ -1,12 +1,6 @@
-"""Built-in structure providers; importing this package registers them."""
+"""Structure providers: the registry and base classes (the built-in providers register on first lookup,
+see :mod:`structattn.structures.providers.builtin`)."""
 
-from structattn.structures.providers import (  # noqa: F401  (importing registers the built-ins)
-    coreference,
-    dependency,
-    semantic,
-    union,
-    window,
-)
 from structattn.structures.providers.base import (
     PROVIDERS,
     GraphProvider,

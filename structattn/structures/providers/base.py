@@ -31,13 +31,13 @@ from structattn.structures.structure import Structure
 
 Item = Union[Sentence, Document]
 
-PROVIDERS: Registry["StructureProvider"] = Registry("structure provider")
+PROVIDERS: Registry["StructureProvider"] = Registry("structure provider", builtin="structattn.structures.providers.builtin")
 register_provider = PROVIDERS.register
 
 
 def get_provider(name: str, **options: Any) -> "StructureProvider":
-    """Build the provider registered as ``name`` with ``options``."""
-    return PROVIDERS.get(name)(**options)
+    """Build the provider registered as ``name`` with ``options`` (a bad option: ``ValueError`` naming it)."""
+    return PROVIDERS.build(name, **options)
 
 
 def provider_names() -> list[str]:
