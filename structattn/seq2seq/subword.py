@@ -86,7 +86,7 @@ class SubwordVocab(Vocab):
 
     @classmethod
     def train(cls, sentences: Iterable[Sequence[str]], vocab_size: int = 8000, model: str = "bpe",
-              lowercase: bool = False, min_frequency: int = 2) -> "SubwordVocab":
+              lowercase: bool = False, min_frequency: int = 2) -> SubwordVocab:
         """Train a vocabulary of (at most) ``vocab_size`` pieces, specials included, on ``sentences`` (lists of
         words; for a joint vocabulary pass the training sources and targets together, never dev or test).
 
@@ -132,7 +132,7 @@ class SubwordVocab(Vocab):
             if t in (0, 2, 3):
                 continue
             piece = self.itos[t] if 0 <= t < len(self.itos) else UNK
-            glued = piece[2:] if piece.startswith("##") else piece
+            glued = piece.removeprefix("##")
             if words and (piece.startswith("##") or words[-1] == ""):  # "": a word start whose first piece is unknown
                 words[-1] += glued
             else:
@@ -145,7 +145,7 @@ class SubwordVocab(Vocab):
                 "tokenizer": json.loads(self.splitter.to_dict()["tokenizer"])}  # type: ignore[union-attr]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SubwordVocab":
+    def from_dict(cls, data: dict[str, Any]) -> SubwordVocab:
         if data.get("kind") != KIND:
             raise ValueError(f"not a subword vocabulary dict (kind {data.get('kind')!r}); use vocab_from_dict")
         return cls(json.dumps(data["tokenizer"], ensure_ascii=False), data["lowercase"], data["model"])
