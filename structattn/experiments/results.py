@@ -11,13 +11,23 @@ import csv
 import io
 import re
 import statistics
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from structattn.experiments.significance import (ALPHA, POWER, RESAMPLES, SEED, PairedResult, PairingError,
-                                                  SignificanceRow, compare_task, minimum_detectable_effect)
+from structattn.experiments.significance import (
+    ALPHA,
+    POWER,
+    RESAMPLES,
+    SEED,
+    PairedResult,
+    PairingError,
+    SignificanceRow,
+    compare_task,
+    minimum_detectable_effect,
+)
 
 CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
 SIGNIFICANCE_COLUMNS = ("task", "setting", "reference", "scope", "metric", "diff", "ci_low", "ci_high", "p", "p_holm",
@@ -220,8 +230,9 @@ def significance_lines(tested: TaskSignificance) -> list[str]:
         notes = sorted({r.note for r in pooled})
         return [f"vs {ref}: {'; '.join(notes)}, so no significance test.", ""] if notes else []
     methods = ", ".join(dict.fromkeys(_METHOD_WORDS.get(res.method, res.method) for _, res in done))
-    lines = [f"vs {ref} — test set, pooled over seeds; {methods}, {tested.resamples} resamples; bold: significant "
-             f"at {ALPHA} after Holm over the table's {_count(len(done), 'comparison')}", "",
+    caption = (f"vs {ref} — test set, pooled over seeds; {methods}, {tested.resamples} resamples; bold: significant "
+               f"at {ALPHA} after Holm over the table's {_count(len(done), 'comparison')}")
+    lines = [caption, "",
              "| setting | metric | difference [95% CI] | p | p Holm |", "|---|---|---:|---:|---:|"]
     lines += [f"| {r.setting} | {r.metric.replace('_', ' ')} | {_difference_cells(r)} |" for r in pooled]
     return lines + ["", _size_line(tested, done), *_untested_line(tested), ""]

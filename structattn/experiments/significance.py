@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

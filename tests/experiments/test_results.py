@@ -129,7 +129,11 @@ def test_holm_decides_the_bold_not_the_raw_p():
     from dataclasses import replace
 
     from structattn.experiments.results import TaskSignificance
-    from structattn.experiments.significance import paired_bootstrap_accuracy, with_holm, SignificanceRow
+    from structattn.experiments.significance import (
+        SignificanceRow,
+        paired_bootstrap_accuracy,
+        with_holm,
+    )
 
     records = [record(0, "full", 0, 0.5, 0.4), record(1, "a", 0, 0.6, 0.4), record(2, "b", 0, 0.6, 0.4)]
     result = paired_bootstrap_accuracy(([1, 0], [1, 1]), ([1, 1], [1, 1]), 10)
@@ -174,7 +178,7 @@ def test_translation_tables_test_bleu_and_chrf(tmp_path):
     from structattn.seq2seq.metrics import corpus_scores
 
     rng = random.Random(0)
-    words = "the a cat dog sat ran on under mat house red small big".split()
+    words = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "house", "red", "small", "big"]
     refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 9))) for _ in range(30)]
 
     def run(index, setting, rate):

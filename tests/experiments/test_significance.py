@@ -10,9 +10,19 @@ import numpy as np
 import pytest
 
 from structattn.experiments.significance import (
-    PairingError, SignificanceRow, accuracy_standard_error, approximate_randomisation_accuracy,
-    bootstrap_accuracy_differences, compare_task, holm, minimum_detectable_effect, paired_bootstrap_accuracy,
-    paired_corpus_test, resampled_corpus_scores, with_holm)
+    PairingError,
+    SignificanceRow,
+    accuracy_standard_error,
+    approximate_randomisation_accuracy,
+    bootstrap_accuracy_differences,
+    compare_task,
+    holm,
+    minimum_detectable_effect,
+    paired_bootstrap_accuracy,
+    paired_corpus_test,
+    resampled_corpus_scores,
+    with_holm,
+)
 
 # four items with distinct totals, so that resampling the wrong axis or pairing the wrong items changes the numbers
 REF = ([1, 0, 2, 3], [1, 2, 3, 4])
@@ -136,7 +146,7 @@ def test_minimum_detectable_effect_and_standard_error_hand_computed():
 
 def translations(n=40, seed=0):
     rng = random.Random(seed)
-    words = "the a cat dog sat ran on under mat house red small big".split()
+    words = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "house", "red", "small", "big"]
     refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 9))) for _ in range(n)]
 
     def noisy(rate):
