@@ -115,6 +115,11 @@ class SubwordVocab(Vocab):
         tokenizer.train_from_iterator(texts, trainer)
         return cls(tokenizer.to_str(), lowercase, model)
 
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> Vocab:  # type: ignore[override]
+        """Not for subword vocabularies: they are trained (:meth:`train`), not counted."""
+        raise TypeError("SubwordVocab is trained with SubwordVocab.train(sentences, vocab_size=...), not built")
+
     def encode(self, words: Sequence[str]) -> tuple[list[int], list[int | None] | None]:
         """Piece ids of ``words`` and the word index of every piece.
 

@@ -40,6 +40,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from tqdm.auto import tqdm
+
+from structattn.progress import progress_disabled
 from structattn.structures.sentence import Sentence
 from structattn.tasks.base import register_task
 from structattn.tasks.translation import TranslationTask
@@ -47,6 +50,7 @@ from structattn.tasks.translation import TranslationTask
 DATA_ENV = "STRUCTATTN_MULTI30K"
 CACHE_ENV = "STRUCTATTN_CACHE"
 DEFAULT_CACHE = "~/.cache/structattn"
+PARSE_CHUNK = 1024  # texts per cache call (one progress-bar step)
 SOURCE = "en"
 TARGETS = ("de", "fr", "cs")
 LANGUAGES = (SOURCE, *TARGETS)
@@ -154,8 +158,11 @@ def parse_english(texts: Sequence[str], ids: Sequence[str], cache_dir: Path, mod
     from structattn.structures.cache import AnnotationCache
 
     annotator, cache = SpacyAnnotator(model or ENGLISH_PARSER), AnnotationCache(cache_dir)
-    start = time.perf_counter()
-    grouped = cache.get_or_parse(list(texts), annotator)
+    start, grouped = time.perf_counter(), []
+    with tqdm(total=len(texts), desc="multi30k: English parses", unit="text", disable=progress_disabled()) as bar:
+        for k in range(0, len(texts), PARSE_CHUNK):
+            grouped += cache.get_or_parse(list(texts[k:k + PARSE_CHUNK]), annotator)
+            bar.update(len(texts[k:k + PARSE_CHUNK]))
     seconds = time.perf_counter() - start
     stats = cache.stats()
     report = {"parsed": stats["misses"], "cached": stats["hits"], "seconds": seconds, "cache": str(cache_dir)}

