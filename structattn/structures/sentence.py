@@ -2,11 +2,17 @@
 
 Indices are 0-based everywhere inside the library; a head of ``-1`` marks the root (CoNLL-U's 1-based
 heads with ``0`` for the root are converted by the reader). Spans are half-open ``[start, end)``.
+
+A sentence's per-word sequences (``words``, ``heads``, ``deprels``, ``upos``, ``edges``, ``coref``,
+``multiword``) are stored as tuples: the constructor accepts lists, but a built sentence cannot be changed in
+place (``s.words.append(...)`` raises), so nothing computed from it (its length, a cache key, a structure)
+goes stale. To change one, build a new sentence (``dataclasses.replace(s, heads=[...])``) or assign the whole
+field (``s.heads = [...]``): both validate it against the rest of the sentence again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from structattn.structures._checks import as_index
@@ -79,52 +85,35 @@ class Sentence:
     Raises:
         ValueError: on empty input, length mismatches, heads out of range, cycles, zero or several roots,
             or spans outside the sentence; the message names the sentence id and the token.
+
+    The sequences are stored as tuples (see the module docstring): ``s.heads == (1, 2, -1)``, and
+    ``s.heads == [1, 2, -1]`` is ``False``; compare with ``list(s.heads)``.
     """
 
-    words: list[str]
-    heads: list[int] | None = None
-    deprels: list[str] | None = None
-    edges: list[SemanticEdge] | None = None
-    coref: list[list[Mention]] | None = None
-    upos: list[str] | None = None
+    words: Sequence[str]
+    heads: Sequence[int] | None = None
+    deprels: Sequence[str] | None = None
+    edges: Sequence[SemanticEdge] | None = None
+    coref: Sequence[Sequence[Mention]] | None = None
+    upos: Sequence[str] | None = None
     constituency: str | None = None
     id: str | None = None
     doc_id: str | None = None
     label_scheme: str = "UD"
-    multiword: list[tuple[int, int, str]] = field(default_factory=list)
+    multiword: Sequence[tuple[int, int, str]] = ()
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        where = describe_sentence(self.id)
-        if isinstance(self.words, str):
-            raise ValueError(f"{where}: words is the string {self.words[:40]!r}; pass a list of words "
-                             "(e.g. text.split()), not a string (it would split into characters)")
-        self.words = list(self.words)
-        if not self.words:
-            raise ValueError(f"{where}: empty sentence (no words)")
-        bad = next((i for i, w in enumerate(self.words) if not isinstance(w, str)), None)
-        if bad is not None:
-            raise ValueError(f"{where}: word {bad} is {self.words[bad]!r} ({type(self.words[bad]).__name__}); "
-                             "words must be strings")
-        n = len(self.words)
-        for name in ("heads", "deprels", "upos"):
-            values = getattr(self, name)
-            if values is not None:
-                if isinstance(values, str):
-                    raise ValueError(f"{where}: {name} is the string {values[:40]!r}; expected a list")
-                values = list(values)
-                setattr(self, name, values)
-                if len(values) != n:
-                    raise ValueError(f"{where}: {len(values)} {name} for {n} words")
-        if self.heads is not None:
-            self.heads = _heads(self.heads, self.id, self.words)
-            validate_tree(self.heads, self.id, self.words)
-        if self.edges is not None:
-            self.edges = _located(where, lambda: [_as_edge(e) for e in self.edges])
-            validate_edges(self.edges, n, self.id)
-        if self.coref is not None:
-            self.coref = _located(where, lambda: [[_as_mention(m) for m in cluster] for cluster in self.coref])
-            validate_mentions(self.coref, n, describe_sentence(self.id))
+        for name, value in _checked_sequences(self).items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_built", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assigning a whole per-word field of a built sentence validates it against the rest (a new
+        sentence with the field replaced is checked first); other fields are assigned as they are."""
+        if name in PER_WORD_FIELDS and self.__dict__.get("_built", False):
+            value = getattr(replace(self, **{name: value}), name)
+        object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -173,6 +162,48 @@ class Document:
         return sum(len(s) for s in self.sentences)
 
 
+#: The per-word sequences of a :class:`Sentence`, stored as tuples and validated whenever assigned.
+PER_WORD_FIELDS = frozenset({"words", "heads", "deprels", "upos", "edges", "coref", "multiword"})
+
+
+def _checked_sequences(sentence: Sentence) -> dict[str, Any]:
+    """The per-word fields of ``sentence`` as validated tuples (``ValueError`` naming sentence and token)."""
+    where = describe_sentence(sentence.id)
+    words = sentence.words
+    if isinstance(words, str):
+        raise ValueError(f"{where}: words is the string {words[:40]!r}; pass a list of words "
+                         "(e.g. text.split()), not a string (it would split into characters)")
+    words = tuple(words)
+    if not words:
+        raise ValueError(f"{where}: empty sentence (no words)")
+    bad = next((i for i, w in enumerate(words) if not isinstance(w, str)), None)
+    if bad is not None:
+        raise ValueError(f"{where}: word {bad} is {words[bad]!r} ({type(words[bad]).__name__}); "
+                         "words must be strings")
+    n = len(words)
+    out: dict[str, Any] = {"words": words, "multiword": tuple(tuple(m) for m in sentence.multiword)}
+    for name in ("heads", "deprels", "upos"):
+        values = getattr(sentence, name)
+        if values is not None:
+            if isinstance(values, str):
+                raise ValueError(f"{where}: {name} is the string {values[:40]!r}; expected a list")
+            values = tuple(values)
+            if len(values) != n:
+                raise ValueError(f"{where}: {len(values)} {name} for {n} words")
+        out[name] = values
+    if out["heads"] is not None:
+        out["heads"] = _heads(out["heads"], sentence.id, words)
+        validate_tree(out["heads"], sentence.id, words)
+    out["edges"] = None if sentence.edges is None else _located(where, lambda: tuple(_as_edge(e) for e in sentence.edges))
+    if out["edges"] is not None:
+        validate_edges(out["edges"], n, sentence.id)
+    out["coref"] = None if sentence.coref is None else _located(
+        where, lambda: tuple(tuple(_as_mention(m) for m in cluster) for cluster in sentence.coref))
+    if out["coref"] is not None:
+        validate_mentions(out["coref"], n, where)
+    return out
+
+
 def _located(where: str, convert: Any) -> Any:
     """``convert()``, with ``where`` (the sentence) put in front of a ``ValueError``."""
     try:
@@ -181,12 +212,12 @@ def _located(where: str, convert: Any) -> Any:
         raise ValueError(f"{where}: {error}") from None
 
 
-def _heads(heads: list[Any], sentence_id: str | None, words: list[str]) -> list[int]:
+def _heads(heads: tuple[Any, ...], sentence_id: str | None, words: Sequence[str]) -> tuple[int, ...]:
     """Heads as ints; a float (``1.7``, even ``2.0``), bool or other non-integer names its token."""
     if all(type(h) is int for h in heads):
         return heads
     where = describe_sentence(sentence_id)
-    return [as_index(h, f"{where}: token {i} ({words[i]!r}) head") for i, h in enumerate(heads)]
+    return tuple(as_index(h, f"{where}: token {i} ({words[i]!r}) head") for i, h in enumerate(heads))
 
 
 def _as_edge(edge: SemanticEdge | Sequence[Any]) -> SemanticEdge:

@@ -25,7 +25,7 @@ def constituency_tree(sentence: Sentence) -> Any:
     if len(trees) != 1:
         raise ValueError(f"sentence {sentence.id!r}: constituency string holds {len(trees)} trees, expected 1")
     leaves = trees[0].leaf_labels()
-    if leaves != sentence.words:
+    if list(leaves) != list(sentence.words):  # a Sentence stores its words as a tuple
         raise ValueError(
             f"sentence {sentence.id!r}: constituency tree has {len(leaves)} words {leaves[:5]}..., the sentence "
             f"has {len(sentence)} {sentence.words[:5]}..."

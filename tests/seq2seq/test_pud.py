@@ -27,7 +27,7 @@ def test_one_tree_joins_parts():
     a = Sentence(words=["Hi", "."], heads=[-1, 0], deprels=["ROOT", "punct"])
     b = Sentence(words=["Go", "now"], heads=[-1, 0], deprels=["ROOT", "advmod"])
     joined = pud.one_tree([a, b], "x")
-    assert joined.heads == [-1, 0, 0, 2] and joined.deprels[2] == "parataxis"
+    assert joined.heads == (-1, 0, 0, 2) and joined.deprels[2] == "parataxis"
 
 
 def test_bad_options_are_named():

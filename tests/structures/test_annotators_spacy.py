@@ -43,8 +43,8 @@ def test_sentences_ids_heads_and_labels(parsed):
         assert s.heads.count(-1) == 1 and s.deprels[s.heads.index(-1)] == "ROOT"
         assert len(s.upos) == len(s) and "" not in s.upos
         assert all(w.strip() == w and w for w in s.words)  # no whitespace tokens
-    assert parsed[0].words[:4] == ["The", "quick", "brown", "fox"] and parsed[0].meta["text"] == TEXTS[0]
-    assert parsed[3].words[:2] == ["Is", "n't"]
+    assert parsed[0].words[:4] == ("The", "quick", "brown", "fox") and parsed[0].meta["text"] == TEXTS[0]
+    assert parsed[3].words[:2] == ("Is", "n't")
 
 
 def test_parse_equals_the_full_spacy_pipeline(parsed):

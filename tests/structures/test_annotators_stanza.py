@@ -58,10 +58,10 @@ def offline_annotator(**kwargs) -> StanzaAnnotator:
 def test_conversion_of_stanza_documents():
     out = offline_annotator().annotate(list(RAW))
     assert [s.id for s in out] == ["0-0", "0-1", "1-0"]
-    assert out[0].words == ["The", "cat", "sat", "."] and out[0].heads == [1, 2, -1, 2]
-    assert out[0].deprels == ["det", "nsubj", "root", "punct"] and out[0].upos == ["DET", "NOUN", "VERB", "PUNCT"]
-    assert out[1].heads == [1, -1, 1] and out[1].meta["text"] == "It purred."
-    assert out[2].words == ["I", "'m", "off", "."] and out[2].multiword == [(0, 1, "I'm")]
+    assert out[0].words == ("The", "cat", "sat", ".") and out[0].heads == (1, 2, -1, 2)
+    assert out[0].deprels == ("det", "nsubj", "root", "punct") and out[0].upos == ("DET", "NOUN", "VERB", "PUNCT")
+    assert out[1].heads == (1, -1, 1) and out[1].meta["text"] == "It purred."
+    assert out[2].words == ("I", "'m", "off", ".") and out[2].multiword == ((0, 1, "I'm"),)
     assert all(s.label_scheme == "UD" for s in out)
 
 
@@ -84,7 +84,7 @@ def test_pretokenized_words_must_match_the_input():
     RAW["I 'm off ."] = DOC_B
     RAW["I am off ."] = DOC_B
     try:
-        assert annotator.annotate(["I 'm off ."])[0].words == ["I", "'m", "off", "."]
+        assert annotator.annotate(["I 'm off ."])[0].words == ("I", "'m", "off", ".")
         with pytest.raises(ValueError, match=r"token 1 is \"'m\" for the parser but 'am' for the model"):
             annotator.annotate(["I am off ."])
     finally:

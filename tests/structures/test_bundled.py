@@ -38,8 +38,10 @@ def test_counts_match_the_raw_file():
 def test_limit_and_fresh_copies():
     first = load_bundled(limit=3)
     assert [s.id for s in first] == [s.id for s in load_bundled()[:3]]
-    first[0].words.append("changed")
+    with pytest.raises(AttributeError):
+        first[0].words.append("changed")  # the words are a tuple: shared between copies, never changed
     first[0].meta["text"] = "changed"
+    first[0].words = [*first[0].words[:-1], "changed"]  # a new tuple on this copy only
     assert load_bundled(limit=1)[0].words[-1] != "changed" and load_bundled(limit=1)[0].meta["text"] != "changed"
     assert load_bundled(limit=0) == []
     with pytest.raises(ValueError, match="limit"):
@@ -62,7 +64,7 @@ def test_multiword_tokens_match_their_lines():
     for s, tokens in zip(load_bundled(), raw()):
         ranges = [(t["id"][0] - 1, t["id"][2] - 1, t["form"]) for t in tokens if isinstance(t["id"], tuple)
                   and t["id"][1] == "-"]
-        assert s.multiword == ranges
+        assert list(s.multiword) == ranges
 
 
 def test_sentences_without_empty_nodes_keep_every_edge():

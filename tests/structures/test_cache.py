@@ -287,7 +287,7 @@ def test_annotation_round_trip_keeps_every_field(tmp_path):
     parser.parse = lambda texts: [[s], [bare]]  # type: ignore[method-assign]
     AnnotationCache(tmp_path).get_or_parse(["t1", "t2"], parser)
     got = AnnotationCache(tmp_path).get_or_parse(["t1", "t2"], parser)
-    assert got == [[s], [bare]] and got[1][0].edges == []
+    assert got == [[s], [bare]] and got[1][0].edges == ()
 
 
 @pytest.mark.parametrize("damage", [lambda b: b[:-5], lambda b: b.replace(b"cat", b"cot"), lambda b: b"{}"],
@@ -301,4 +301,4 @@ def test_annotation_corrupt_entry_reparsed(tmp_path, damage, caplog):
     fresh = AnnotationCache(tmp_path)
     got = fresh.get_or_parse(["the cat sat"], parser)
     assert fresh.stats() == {"hits": 0, "misses": 1, "invalid": 1} and parser.calls == 2
-    assert got[0][0].words == ["the", "cat", "sat"] and "recomputing" in caplog.text
+    assert got[0][0].words == ("the", "cat", "sat") and "recomputing" in caplog.text

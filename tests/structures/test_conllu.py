@@ -19,14 +19,14 @@ def E(head: int, dependent: int, label: str) -> SemanticEdge:
 
 def test_basic_columns_and_comments():
     s1, s2, s3 = read_conllu(UD)
-    assert s1.words == ["Vamos", "a", "el", "mercado", "."]  # syntactic words, not the surface token "al"
-    assert s1.heads == [-1, 3, 3, 0, 0]  # HEAD 0/4/4/1/1 made 0-based, root -1
-    assert s1.deprels == ["root", "case", "det", "obl", "punct"]
-    assert s1.upos == ["VERB", "ADP", "DET", "NOUN", "PUNCT"]
+    assert s1.words == ("Vamos", "a", "el", "mercado", ".")  # syntactic words, not the surface token "al"
+    assert s1.heads == (-1, 3, 3, 0, 0)  # HEAD 0/4/4/1/1 made 0-based, root -1
+    assert s1.deprels == ("root", "case", "det", "obl", "punct")
+    assert s1.upos == ("VERB", "ADP", "DET", "NOUN", "PUNCT")
     assert (s1.id, s1.doc_id, s2.doc_id, s3.doc_id) == ("s1", "d1", "d1", "d2")
     assert s1.meta == {"text": "Vamos al mercado.", "text_en": "Let's go to the market."}
-    assert s1.multiword == [(1, 2, "al")]  # "2-3 al": words 1..2, inclusive, 0-based
-    assert s1.edges == [E(-1, 0, "root"), E(3, 1, "case"), E(3, 2, "det"), E(0, 3, "obl:a"), E(0, 4, "punct")]
+    assert s1.multiword == ((1, 2, "al"),)  # "2-3 al": words 1..2, inclusive, 0-based
+    assert s1.edges == (E(-1, 0, "root"), E(3, 1, "case"), E(3, 2, "det"), E(0, 3, "obl:a"), E(0, 4, "punct"))
     assert s1.coref is None
 
 
@@ -40,16 +40,16 @@ def test_empty_node_collapsed_onto_its_heads():
     is attached to word 2 ("ate", index 1) with its own label, so ate -> 5.1 -> beans becomes ate -> beans."""
     s2 = read_conllu(UD)[1]
     assert len(s2) == 7 and "ate" not in s2.words[2:]  # the empty node is not a word
-    assert s2.heads == [1, -1, 1, 4, 1, 4, 1]  # the basic tree never goes through empty nodes
-    assert s2.edges == [E(1, 0, "nsubj"), E(-1, 1, "root"), E(1, 2, "obj"), E(1, 3, "cc"), E(1, 4, "nsubj"),
-                        E(1, 5, "obj"), E(1, 6, "punct")]
+    assert s2.heads == (1, -1, 1, 4, 1, 4, 1)  # the basic tree never goes through empty nodes
+    assert s2.edges == (E(1, 0, "nsubj"), E(-1, 1, "root"), E(1, 2, "obj"), E(1, 3, "cc"), E(1, 4, "nsubj"),
+                        E(1, 5, "obj"), E(1, 6, "punct"))
 
 
 def test_empty_node_under_the_root_and_several_heads():
     """0.1 has only 0:root: "on" (the basic root, one of its dependents) stands in for it and takes its root
     edge; the other dependents attach to "on"; "on" keeps its own 0:root as well."""
     s3 = read_conllu(UD)[2]
-    assert s3.edges == [E(2, 0, "cc"), E(2, 1, "advmod"), E(-1, 2, "conj"), E(-1, 2, "root"), E(2, 3, "punct")]
+    assert s3.edges == (E(2, 0, "cc"), E(2, 1, "advmod"), E(-1, 2, "conj"), E(-1, 2, "root"), E(2, 3, "punct"))
 
 
 def test_empty_nodes_heading_empty_nodes_resolve_transitively():
@@ -60,19 +60,19 @@ def test_empty_nodes_heading_empty_nodes_resolve_transitively():
         "2\tb\t_\tX\t_\t_\t1\tdep\t1.2:nmod\t_",
     )
     (s,) = read_conllu(text)
-    assert s.edges == [E(-1, 0, "root"), E(-1, 1, "nmod"), E(0, 1, "nmod")]
+    assert s.edges == (E(-1, 0, "root"), E(-1, 1, "nmod"), E(0, 1, "nmod"))
 
 
 def test_coreference_sentence_level():
     c1, c2, c3, c4 = read_conllu(COREF)
     # John(0) saw his(2) old dog(4): e1 = John, his; e2 = "his old dog" headed by its 3rd word
-    assert c1.coref == [[Mention(0, 1, 0), Mention(2, 3, 2)], [Mention(2, 5, 4)]]
+    assert c1.coref == ((Mention(0, 1, 0), Mention(2, 3, 2)), (Mention(2, 5, 4),))
     assert c1.meta["coref_ids"] == ["e1", "e2"] and c1.meta["global.Entity"] == "eid-etype-head-other"
     # discontinuous e3 "him ... cat" -> covering span [3, 7) with head "him"; nested e4 "the cat" headed by "cat"
-    assert c2.coref == [[Mention(0, 1, 0)], [Mention(3, 7, 3)], [Mention(3, 4, 3)], [Mention(5, 7, 6)]]
+    assert c2.coref == ((Mention(0, 1, 0),), (Mention(3, 7, 3),), (Mention(3, 4, 3),), (Mention(5, 7, 6),))
     assert c2.meta["coref_ids"] == ["e2", "e3", "e1", "e4"]
     # the zero mention of e1 (empty node 1.1 only) is dropped; e5's head is the empty node -> None
-    assert c3.coref == [[Mention(1, 2, None)]] and c3.meta["coref_ids"] == ["e5"]
+    assert c3.coref == ((Mention(1, 2, None),),) and c3.meta["coref_ids"] == ["e5"]
     assert c4.coref is None and "coref_ids" not in c4.meta  # doc2 has no coreference annotation
 
 
@@ -100,7 +100,7 @@ def test_documents_without_newdoc_form_one_document():
 
 def test_columns_left_blank_are_none():
     (s,) = read_conllu(_sentence("1\ta\t_\t_\t_\t_\t_\t_\t_\t_", "2\tb\t_\t_\t_\t_\t_\t_\t_\t_"))
-    assert s.words == ["a", "b"] and s.heads is None and s.deprels is None and s.upos is None and s.edges is None
+    assert s.words == ("a", "b") and s.heads is None and s.deprels is None and s.upos is None and s.edges is None
 
 
 # ----------------------------------------------------------------------------------------------- errors

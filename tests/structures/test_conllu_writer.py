@@ -55,7 +55,7 @@ def test_nested_same_entity_mentions_round_trip():
     """Two mentions of one entity starting at the same word: the longer bracket must open first."""
     s = Sentence(words=list("abcde"), coref=[[Mention(0, 2, 1), Mention(0, 4, 3), Mention(1, 2, 1)]], id="n")
     (back,) = read_conllu(write_conllu([s]))
-    assert back.coref == [[Mention(0, 4, 3), Mention(0, 2, 1), Mention(1, 2, 1)]]  # canonical order: (start, -end)
+    assert back.coref == ((Mention(0, 4, 3), Mention(0, 2, 1), Mention(1, 2, 1)),)  # canonical order: (start, -end)
 
 
 def test_writer_refuses_what_conllu_cannot_hold():

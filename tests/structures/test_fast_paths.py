@@ -57,9 +57,13 @@ def test_document_forest_single_equals_networkx():
     assert torch.equal(one.distance, get_provider("dependency").batch([doc]).distance[0])
 
 
-def test_mutated_heads_with_a_cycle_still_raise():
+def test_heads_forced_into_a_cycle_still_raise():
     sentence = Sentence(["a", "b", "c"], heads=[-1, 0, 1], id="c1")
-    sentence.heads[0], sentence.heads[1] = 1, 0  # a cycle 0 <-> 1 plus a root-less tree, after validation
+    with pytest.raises(TypeError):
+        sentence.heads[0] = 1  # a tuple: no change in place after validation
+    with pytest.raises(ValueError, match="cycle|root"):
+        sentence.heads = [1, 0, 1]  # assigning the whole field validates it again
+    object.__setattr__(sentence, "heads", (1, 0, 1))  # forced past validation: the provider still checks
     with pytest.raises(ValueError, match="cycle|root"):
         get_provider("dependency")(sentence)
 

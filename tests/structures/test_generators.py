@@ -69,7 +69,7 @@ def test_constituency_leaves_are_the_words_and_phrases_are_subtrees():
     for s in SENTENCES:
         tree = read_brackets(s.constituency)
         assert tree[0] == "S"
-        assert [w for _, w in preterminals(tree)] == s.words
+        assert [w for _, w in preterminals(tree)] == list(s.words)
         assert [t for t, _ in preterminals(tree)] == s.meta["xpos"]
         for label, start, end in phrase_spans(tree):
             outside = [i for i in range(start, end) if not start <= s.heads[i] < end]
@@ -187,7 +187,7 @@ def test_documents_have_valid_agreeing_coreference_chains():
         feats = [f for s in doc.sentences for f in s.meta["feats"]]
         sentence_of = [k for k, s in enumerate(doc.sentences) for _ in s.words]
         for s, off in zip(doc.sentences, doc.offsets):
-            assert s.doc_id == doc.id and s.coref == []
+            assert s.doc_id == doc.id and s.coref == ()
             assert nx.is_arborescence(head_graph(s))
         for cluster in doc.coref:
             assert len(cluster) >= 2

@@ -74,7 +74,7 @@ def test_a_leading_bom_is_dropped(tmp_path):
     conllu = tmp_path / "bom.conllu"
     conllu.write_bytes(BOM + CZECH.encode("utf-8"))
     (sentence,) = read_conllu(conllu)
-    assert sentence.id == "c1" and sentence.words == ["Žluťoučký", "kůň"]
+    assert sentence.id == "c1" and sentence.words == ("Žluťoučký", "kůň")
     assert read_conllu("\ufeff" + CZECH)[0].id == "c1"  # the text itself, as a str
     sdp = tmp_path / "bom.sdp"
     sdp.write_bytes(BOM + (FIXTURES / "dm_small.sdp").read_bytes())

@@ -57,12 +57,12 @@ def examples() -> list[Sentence]:
 def check_example(s: Sentence, max_depth: int) -> None:
     value, heads, depth = reference_value_and_heads(s.words)
     assert s.meta["value"] == value and 0 <= value <= 9
-    assert s.heads == heads and s.meta["depth"] == depth <= max_depth
+    assert list(s.heads) == heads and s.meta["depth"] == depth <= max_depth
     g = nx.DiGraph((h, i) for i, h in enumerate(s.heads) if h >= 0)
     g.add_nodes_from(range(len(s)))
     assert nx.is_arborescence(g)
     tree = read_brackets(s.constituency)
-    assert [w for _, w in preterminals(tree)] == s.words
+    assert [w for _, w in preterminals(tree)] == list(s.words)
     for label, start, end in phrase_spans(tree):
         assert s.words[start] == f"[{label}" and s.words[end - 1] == "]"
         assert s.heads[end - 1] == start and not start <= s.heads[start] < end

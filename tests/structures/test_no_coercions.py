@@ -26,7 +26,7 @@ def test_heads_must_be_integers(bad):
 
 def test_integer_scalars_of_numpy_and_torch_are_heads():
     s = Sentence(["a", "b", "c"], heads=[np.int64(1), torch.tensor(-1), 1])
-    assert s.heads == [1, -1, 1] and all(type(h) is int for h in s.heads)
+    assert s.heads == (1, -1, 1) and all(type(h) is int for h in s.heads)
 
 
 @pytest.mark.parametrize("edge, culprit", [((1.5, 0), "head is 1.5"), ((1, False), "dependent is False")])

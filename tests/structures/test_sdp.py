@@ -17,12 +17,12 @@ def E(head: int, dependent: int, label: str) -> SemanticEdge:
 
 def test_graphs_of_the_fixture():
     first, second = read_sdp(SDP)
-    assert first.id == "20000001" and first.words == ["The", "cat", "sat", "."]
-    assert first.upos == ["DT", "NN", "VBD", "."] and first.heads is None
+    assert first.id == "20000001" and first.words == ("The", "cat", "sat", ".")
+    assert first.upos == ("DT", "NN", "VBD", ".") and first.heads is None
     # predicates The(0) and sat(2) own argument columns 1 and 2; sat is the top
-    assert first.edges == [E(0, 1, "BV"), E(2, 1, "ARG1"), E(-1, 2, "top")]
+    assert first.edges == (E(0, 1, "BV"), E(2, 1, "ARG1"), E(-1, 2, "top"))
     # "Dogs" is an argument of both verbs (reentrancy); "." has no edge at all (SDP graphs may be disconnected)
-    assert second.edges == [E(1, 0, "ARG1"), E(3, 0, "ARG1"), E(2, 1, "L-INDEX"), E(-1, 2, "top"), E(2, 3, "R-INDEX")]
+    assert second.edges == (E(1, 0, "ARG1"), E(3, 0, "ARG1"), E(2, 1, "L-INDEX"), E(-1, 2, "top"), E(2, 3, "R-INDEX"))
     assert second.meta["frames"][2] == "c:i-i-i" and second.meta["lemmas"][0] == "dog"
 
 

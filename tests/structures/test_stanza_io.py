@@ -46,8 +46,8 @@ def test_single_sentence_keeps_its_document_context():
 
 def test_converted_values():
     s = from_stanza(stanza_doc((FIXTURES / "ud_small.conllu").read_text(encoding="utf-8")).sentences[0])
-    assert s.words == ["Vamos", "a", "el", "mercado", "."] and s.heads == [-1, 3, 3, 0, 0]
-    assert s.multiword == [(1, 2, "al")] and s.id == "s1" and s.meta["text_en"] == "Let's go to the market."
+    assert s.words == ("Vamos", "a", "el", "mercado", ".") and s.heads == (-1, 3, 3, 0, 0)
+    assert s.multiword == ((1, 2, "al"),) and s.id == "s1" and s.meta["text_en"] == "Let's go to the market."
 
 
 def test_empty_nodes_dropped_by_stanza_are_a_clear_error():

@@ -77,7 +77,7 @@ def check_word_order_example(example, source: Sentence) -> None:
     assert sorted(new.words) == sorted(source.words) and labelled_arcs(new) == labelled_arcs(source)
     if source.edges is not None:
         assert semantic_arcs(new) == semantic_arcs(source)
-    assert new.constituency is None and new.coref is None and new.multiword == []
+    assert new.constituency is None and new.coref is None and new.multiword == ()
     assert "text" not in new.meta and new.meta["source_id"] == source.id and new.meta["label"] == example.label
 
 

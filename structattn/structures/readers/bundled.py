@@ -68,12 +68,7 @@ def load_bundled(limit: int | None = None, treebank: str = "cs_pud") -> list[Sen
 
 
 def _fresh(sentence: Sentence) -> Sentence:
-    """A copy whose lists and meta can be changed freely (edges and mentions are frozen, so shared)."""
+    """A copy whose meta can be changed freely (the per-word tuples are immutable, so shared)."""
     out = copy.copy(sentence)
-    for name in ("words", "heads", "deprels", "edges", "upos", "multiword"):
-        value = getattr(sentence, name)
-        if value is not None:
-            setattr(out, name, list(value))
-    out.coref = None if sentence.coref is None else [list(cluster) for cluster in sentence.coref]
     out.meta = {k: list(v) if isinstance(v, list) else v for k, v in sentence.meta.items()}
     return out
