@@ -93,7 +93,10 @@ class StructureCollator:
         providers = {"dependency": "dependency"} if providers is None else providers
         self.tokenizer = tokenizer
         self.providers = {k: get_provider(p) if isinstance(p, str) else p for k, p in providers.items()}
-        self.max_length = max_length if max_length is not None else default_max_length(tokenizer, model)
+        if max_length is None:
+            self.max_length = default_max_length(tokenizer, model)
+        else:  # a tokenizer's "no limit" (1e30) passed on as max_length stays no limit
+            self.max_length = int(max_length) if max_length < 10**9 else None
         self.piece_distance = piece_distance
         if truncation and self.max_length is None:
             raise ValueError("StructureCollator: truncation needs a max_length (the tokenizer sets none)")
