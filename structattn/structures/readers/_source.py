@@ -4,13 +4,16 @@ Files are read as UTF-8. A leading byte-order mark (``EF BB BF``, which some Win
 encoding signature, not content: it is dropped, so the first sentence's first comment or token reads as
 written. A file that is not UTF-8 raises ``ValueError`` naming the file, the line, the byte offset and the
 offending bytes and, when ``charset_normalizer`` is installed, the encoding it most likely is, with the
-``iconv`` command that converts it.
+``iconv`` command that converts it. A file (or text) with CR-only line endings (old Mac OS) raises
+``ValueError`` saying so: read as it is, it would be one long line. :func:`check_control_characters` finds a
+NUL or other control character where a reader expects text (a damaged or binary file).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Iterator, Sequence, Union
 
 PathOrText = Union[str, Path]
 BOM = "\ufeff"
@@ -27,7 +30,48 @@ def read_utf8(path: str | Path) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(not_utf8_message(str(path), data, error)) from None
+    check_line_endings(text, f"file {str(path)!r}")
     return text[1:] if text.startswith(BOM) else text
+
+
+def check_line_endings(text: str, name: str) -> None:
+    """``ValueError`` when ``text`` breaks its lines with CR alone (old Mac OS files): ``name`` is what the
+    message calls it (``"file 'x.conllu'"``, ``"the text"``). CRLF (Windows) and LF are fine."""
+    if "\r" in text and "\n" not in text:
+        raise ValueError(f"{name} uses CR-only line endings; convert to LF (e.g. tr '\\r' '\\n' < in > out) "
+                         "and read it again")
+
+
+#: Control characters (Unicode category Cc) that never belong in a CoNLL-U or SDP line: C0 but TAB and LF
+#: (a CR is allowed only as part of a CRLF line end), DEL and C1.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_NAMES = {0x00: "NUL", 0x08: "BS", 0x0B: "VT", 0x0C: "FF", 0x0D: "CR", 0x1B: "ESC", 0x7F: "DEL", 0x85: "NEL"}
+
+
+def check_control_characters(text: str, source: str, columns: Sequence[str] = ()) -> None:
+    """``ValueError`` at the first control character of ``text`` (see :data:`_CONTROL`), naming ``source``,
+    the line, the column (1-based, in characters) and, for a tab-separated line, the field (``columns``
+    names them in order) and the token ID; a ``#`` line is called a comment.
+
+    Without this check a NUL in a FORM would be read as (part of) a word."""
+    for match in _CONTROL.finditer(text):
+        pos = match.start()
+        if text[pos] == "\r" and (text.startswith("\n", pos + 1) or pos + 1 == len(text)):
+            continue  # the CR of a CRLF line end
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        line = text[start:end if end >= 0 else None]
+        column = pos - start + 1
+        code = ord(text[pos])
+        name = f"U+{code:04X}" + (f" ({_CONTROL_NAMES[code]})" if code in _CONTROL_NAMES else "")
+        if line.startswith("#") or "\t" not in line:
+            where = "in a comment" if line.startswith("#") else "in a line without tabs"
+        else:
+            field = line[:column - 1].count("\t")
+            label = columns[field].upper() if field < len(columns) else f"column {field + 1}"
+            where = f"in the {label} of token ID {line.split(chr(9))[0]!r}"
+        raise ValueError(f"{source} line {text.count(chr(10), 0, pos) + 1}, column {column}: control character "
+                         f"{name} {where}; the file is damaged or not plain text (remove the character)")
 
 
 def not_utf8_message(name: str, data: bytes, error: UnicodeDecodeError) -> str:
@@ -56,16 +100,17 @@ def _guess_encoding(data: bytes) -> str | None:
 def read_source(path_or_text: PathOrText) -> tuple[str, str]:
     """Return ``(text, source_name)``.
 
-    A ``Path``, or a non-blank ``str`` with neither a newline nor a tab, is a file path (read as UTF-8, see
+    A ``Path``, or a non-blank ``str`` with no newline, CR or tab, is a file path (read as UTF-8, see
     :func:`read_utf8`); any other ``str`` is the text itself (a leading BOM dropped as well).
     ``source_name`` is what error messages call it: the file name, or ``"<text>"``.
 
     Raises:
         FileNotFoundError: when the path does not exist.
-        ValueError: when the file is not UTF-8.
+        ValueError: when the file is not UTF-8, or it (or the text) has CR-only line endings.
         TypeError: for anything but ``str`` / ``Path``.
     """
-    if isinstance(path_or_text, str) and ("\n" in path_or_text or "\t" in path_or_text or not path_or_text.strip()):
+    if isinstance(path_or_text, str) and (any(c in path_or_text for c in "\n\r\t") or not path_or_text.strip()):
+        check_line_endings(path_or_text, "the text")
         text = path_or_text[1:] if path_or_text.startswith(BOM) else path_or_text
         return text, "<text>"  # an empty string is empty text, not a path
     if not isinstance(path_or_text, (str, Path)):

@@ -20,7 +20,13 @@ from conllu.parser import DEFAULT_FIELDS, parse_dict_value, parse_id_value, pars
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
 from structattn.structures.readers._rows import Row, dependency_pairs, present
-from structattn.structures.readers._source import PathOrText, numbered_blocks, parse_comment, read_source
+from structattn.structures.readers._source import (
+    PathOrText,
+    check_control_characters,
+    numbered_blocks,
+    parse_comment,
+    read_source,
+)
 from structattn.structures.sentence import Document, Mention, Sentence, describe_sentence
 
 __all__ = ["read_conllu", "read_conllu_documents"]
@@ -38,6 +44,8 @@ def read_conllu(path_or_text: PathOrText) -> list[Sentence]:
     Raises:
         ValueError: malformed lines (column count, ids, DEPS, Entity brackets), heads out of range, cycles,
             several roots, or no sentence at all; the message names the file line, the sentence and the token.
+            A control character (NUL, ESC, a lone CR, ...; a tab in a comment is fine) names the line, the
+            column and the field; a file with CR-only line endings says so.
         FileNotFoundError: when a path does not exist.
     """
     return [sentence for sentence, _ in _read(path_or_text)]
@@ -58,6 +66,7 @@ def read_conllu_documents(path_or_text: PathOrText) -> list[Document]:
 
 def _read(path_or_text: PathOrText) -> list[tuple[Sentence, int]]:
     text, source = read_source(path_or_text)
+    check_control_characters(text, source, DEFAULT_FIELDS)  # a NUL in a FORM is no word
     assembler = SentenceAssembler(source)
     out = []
     for block in numbered_blocks(text):

@@ -12,7 +12,7 @@ label)``. SDP graphs are not trees, so there are no ``heads``. ``meta`` keeps ``
 
 from __future__ import annotations
 
-from structattn.structures.readers._source import PathOrText, numbered_blocks, read_source
+from structattn.structures.readers._source import PathOrText, check_control_characters, numbered_blocks, read_source
 from structattn.structures.sentence import SemanticEdge, Sentence
 
 __all__ = ["read_sdp"]
@@ -34,6 +34,7 @@ def read_sdp(path_or_text: PathOrText) -> list[Sentence]:
             from the number of predicates; the message names the line, the sentence and the token.
     """
     text, source = read_source(path_or_text)
+    check_control_characters(text, source, ("id", "form", "lemma", "pos", "top", "pred", "frame"))
     lines = text.split("\n")
     first = next((k for k, line in enumerate(lines) if line.strip()), None)
     if first is None:
