@@ -7,9 +7,12 @@
     structattn structures ...     (structattn.structures.commands: demo, cache precompute)
     structattn parse ...          (structattn.structures.annotators.commands: spaCy / stanza parsing)
 
-Every command (pass-through ones too) takes ``--import MODULE_OR_FILE`` (repeatable): plugin modules or
-``.py`` files imported before anything else, after the installed ``structattn.plugins`` entry points (see
-:mod:`structattn.plugins`).
+Every command is built the same way (:mod:`structattn.command_line`): its parser comes from
+``command_parser`` / ``add_subcommand``, which add the shared flags ``--import MODULE_OR_FILE`` (plugin modules
+or ``.py`` files imported before anything else, after the installed ``structattn.plugins`` entry points, see
+:mod:`structattn.plugins`), ``--quiet`` and ``--threads N`` to every ``--help``, and ``apply_shared_flags``
+applies them before the command runs. Commands with their own module (``PASS_THROUGH``) parse their own
+arguments with such a parser, so ``structattn translate --help`` needs only that module.
 
 A folder that already holds structattn outputs is refused unless ``--resume`` or ``--overwrite`` is given.
 Errors print one line (``structattn <command>: error: ...``) and exit with status 1; ``--traceback`` (or
@@ -27,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags
 from structattn.progress import progress_disabled
 
 PASS_THROUGH = {
@@ -60,16 +64,15 @@ def _gin_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gin-param", "--gin_param", action="append", default=[], metavar="BINDING",
                         help="an extra gin binding, e.g. --gin-param 'training.max_steps = 50' (repeatable)")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and run every model forward once on two sentences; no training")
-    _import_flag(parser)
+    add_shared_flags(parser)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from structattn.experiments import gin_setup
 
-    gin_setup.parse(args.config, args.gin_param)
+    gin_setup.parse(args.config, _with_threads(args, "train"))
     record = gin_setup.train(args.out, quiet=_quiet(args), mode=_mode(args), dry_run=args.dry_run)
     if record is None:
         print("config OK: model built and run forward")
@@ -84,7 +87,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from structattn.experiments import parse_shard
 
     shard = parse_shard(args.shard)
-    gin_setup.parse(args.config, args.gin_param)
+    gin_setup.parse(args.config, _with_threads(args, "compare"))
     result = gin_setup.compare(args.out, shard=shard, quiet=_quiet(args), dry_run=args.dry_run,
                                plots=not args.no_plots, mode=_mode(args))
     if args.dry_run:
@@ -94,6 +97,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}/: results.csv, results.md, config.gin, comparison.json, provenance.json, runs/"
               + ("" if args.no_plots else ", plots/"))
     return 0
+
+
+def _with_threads(args: argparse.Namespace, root: str) -> list[str]:
+    """The ``--gin-param`` bindings, plus ``ROOT.threads`` when ``--threads`` was given (it wins over the
+    config's own binding)."""
+    return list(args.gin_param) + ([f"{root}.threads = {args.threads}"] if args.threads is not None else [])
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -158,7 +167,7 @@ def _pass_through(name: str, argv: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="structattn", description="Linguistic-structure priors for self-attention.")
+    parser = CommandParser(prog="structattn", description="Linguistic-structure priors for self-attention.")
     parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -180,15 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories")
     p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
     p.add_argument("--overwrite", action="store_true", help="replace the structattn outputs already in --out")
-    _import_flag(p)
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    add_shared_flags(p)
     p.set_defaults(run=cmd_merge)
 
     p = sub.add_parser("eval", help="evaluate a checkpoint", description="Rebuild the model stored in a checkpoint (best.pt or last.pt) and print its loss and accuracy on a split as JSON (translation runs: also BLEU and chrF, beam search as the run decoded).")
     p.add_argument("checkpoint", help="a checkpoint file written by train or compare")
     p.add_argument("--split", default="test", help="train, dev or test (default: test)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    _import_flag(p)
+    add_shared_flags(p)
     p.set_defaults(run=cmd_eval)
 
     for name, (_, text) in PASS_THROUGH.items():
@@ -202,12 +210,6 @@ def _record_command(argv: list[str]) -> None:
     from structattn.experiments.provenance import set_command_line
 
     set_command_line(argv)
-
-
-def _import_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
-                        help="import a plugin first: a module (from the working folder or installed) or a .py "
-                             "file; repeatable, recorded in the outputs and replayed by eval and merge")
 
 
 def _one_line(err: BaseException) -> str:
@@ -232,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command in PASS_THROUGH:
             return _pass_through(command, argv[1:])
         args = build_parser().parse_args(argv)
+        apply_shared_flags(args)
         run: Callable[[argparse.Namespace], int] = args.run
         return run(args)
     except KeyboardInterrupt:

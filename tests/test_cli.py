@@ -133,3 +133,32 @@ def test_compare_refuses_a_used_folder(capsys, tmp_path):
     one_line_error(base, capsys, "already holds structattn outputs")
     assert cli.main([*base, "--resume"]) == 0
     assert "results.md" in capsys.readouterr().out
+
+
+COMMANDS = (["train"], ["compare"], ["merge"], ["eval"], ["structures", "demo"], ["structures", "cache"], ["parse"],
+            ["translate"], ["pretrain"], ["probe"])
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_shows_the_shared_flags(command, capsys):
+    try:
+        status = cli.main([*command, "--help"])
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status in (0, None)
+    text = capsys.readouterr().out
+    for flag in ("--import", "--quiet", "--threads"):
+        assert flag in text, f"`structattn {' '.join(command)} --help` lacks {flag}"
+
+
+@pytest.mark.parametrize("command", [["structures", "demo", "--threads", "0"], ["parse", "x.txt", "--out", "y",
+                                     "--batch-size", "0"], ["translate", "c.pt", "in.txt", "--out", "o.txt", "--beam", "0"],
+                                     ["probe", "m", "--treebank", "t", "--out", "o", "--epochs", "-1"]], ids=" ".join)
+def test_non_positive_counts_are_one_clear_line(command, capsys):
+    try:
+        status = cli.main(command)
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "must be >= 1" in err, err

@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "structattn"
 #: Rank of each top-level part of the package; a module may import only parts of lower or equal rank.
 RANK = {
-    "registry": 0, "progress": 0, "calls": 0, "_lazy": 0, "__init__": 0,
+    "registry": 0, "progress": 0, "command_line": 0, "calls": 0, "_lazy": 0, "__init__": 0,
     "structures": 1,
     "attention": 2,
     "encoders": 3,

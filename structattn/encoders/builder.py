@@ -38,7 +38,7 @@ def build_encoder(
         raise ValueError(f"vocab_size must be >= 2 (padding + one token), got {vocab_size}")
     layers, used = [], set()
     for index, groups in enumerate(parse_plan(plan, config.num_layers, config.num_heads)):
-        modules = [_build_group(g, index, config.head_dim, structure_fields) for g in groups]
+        modules = [build_group(g, index, config.head_dim, structure_fields) for g in groups]
         used |= {g.structure for g in groups if g.structure is not None}
         attention = StructuredSelfAttention(config.d_model, groups, modules)
         layers.append(EncoderLayer(attention, config.d_model, config.ffn_dim, config.dropout))
@@ -48,9 +48,16 @@ def build_encoder(
     return Encoder(embedding, positions, layers, config.dropout, used)
 
 
-def _build_group(
+def build_group(
     group: HeadGroup, layer: int, head_dim: int, structure_fields: Mapping[str, frozenset[str] | set[str]]
 ) -> StructuredAttention:
+    """The variant of one head group of ``layer``, checked to find the structure fields it needs (the
+    HF attach builds its groups with this too).
+
+    Raises:
+        ValueError: an unknown structure, or one that lacks a field the variant declares, naming the layer and
+            the group.
+    """
     where = f"layer {layer}, group {group.label!r}"
     cls = ATTENTION.get(group.variant)
     if group.structure is None:

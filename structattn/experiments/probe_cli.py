@@ -1,16 +1,19 @@
-"""``structattn probe``: the argument parser, importing nothing heavy (so ``--help`` answers at once); the work
-is :func:`structattn.experiments.probe_command.run`."""
+"""``structattn probe``: the argument parser, importing nothing heavy (so ``--help`` answers at once), and the
+command, which hands an HF model directory to :func:`structattn.experiments.probe_command.probe_model` and a
+structattn checkpoint to :func:`structattn.experiments.probe_checkpoint.probe_checkpoint`."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
-PROBES = ("structural_distance", "structural_depth", "tree_induction")
+from structattn.command_line import apply_shared_flags, command_parser, positive_int
+from structattn.experiments.probe_options import PROBES, parse_layers
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="structattn probe", description="Structural probes and attention trees per layer "
+    p = command_parser("structattn probe", "Structural probes and attention trees per layer "
                                 "of a Hugging Face encoder or a structattn checkpoint, against a random-weight "
                                 "control.")
     p.add_argument("model", help="a local HF model directory with its tokenizer, or a structattn checkpoint file "
@@ -21,31 +24,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", default="all", help="'all', or layers like 0,2,4 or 1-3 (0 = embeddings)")
     p.add_argument("--control", action=argparse.BooleanOptionalAction, default=True,
                    help="also probe the same architecture with random weights (default on)")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
+    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N sentences")
     p.add_argument("--test-fraction", type=float, default=0.25)
-    p.add_argument("--epochs", type=int, default=30, help="probe training epochs")
+    p.add_argument("--epochs", type=positive_int, default=30, help="probe training epochs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
-    p.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
     return p
 
 
-def parse_layers(text: str) -> list[int] | None:
-    """``"all"`` -> ``None``; ``"0,2-4"`` -> ``[0, 2, 3, 4]``."""
-    if text.strip() == "all":
-        return None
-    layers: list[int] = []
-    for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        try:
-            layers.extend(range(int(first), int(last if dash else first) + 1))
-        except ValueError:
-            raise ValueError(f"--layers {text!r}: use 'all' or i, i-j, comma-separated") from None
-    return layers
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """``structattn probe``: parse (nothing heavy imported until here), apply the shared flags, run."""
     args = build_parser().parse_args(argv)
-    from structattn.experiments.probe_command import run
-
+    apply_shared_flags(args)
     return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe the model named by parsed ``args`` and write the outputs."""
+    from structattn.experiments.probe_command import write_outputs
+    from structattn.progress import progress_disabled
+    from structattn.structures.readers import read_conllu
+
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
+    sentences = read_conllu(Path(args.treebank))[: args.limit]
+    options = dict(probes=[p.strip() for p in args.probes.split(",") if p.strip()], layers=parse_layers(args.layers),
+                   test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
+                   progress=not progress_disabled(args.quiet))
+    if Path(args.model).is_file():  # a structattn checkpoint (best.pt / last.pt of train or compare)
+        from structattn.experiments.probe_checkpoint import probe_checkpoint
+
+        rows = probe_checkpoint(args.model, sentences, control=args.control, **options)
+    else:
+        rows = _probe_hf_directory(args.model, sentences, args.control, options)
+    write_outputs(rows, out)
+    print((out / "probe.md").read_text())
+    print(f"wrote {out}/: probe.csv, probe.md, probe.png")
+    return 0
+
+
+def _probe_hf_directory(path: str, sentences: list[Any], control: bool,
+                        options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of the HF model saved at ``path`` (and of its random control)."""
+    from transformers import AutoTokenizer
+
+    from structattn.experiments.probe_command import probe_model, random_control
+    from structattn.hf.loading import from_pretrained
+
+    if not Path(path).is_dir():
+        raise ValueError(f"{path!r} is neither an HF model directory nor a structattn checkpoint file")
+    model = from_pretrained(path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    rows = probe_model(model, tokenizer, sentences, name=Path(path).name, **options)
+    if control:
+        rows += probe_model(random_control(model, options["seed"]), tokenizer, sentences, name="random control",
+                            **options)
+    return rows

@@ -24,7 +24,6 @@ The same numbers come from :func:`probe_model` (HF) or
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import random
@@ -39,7 +38,7 @@ from structattn.hf.collator import StructureCollator
 from structattn.hf.families import max_tokens
 from structattn.hf.interface import eager_attention
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
-from structattn.experiments.probe_cli import PROBES, build_parser, parse_layers
+from structattn.experiments.probe_options import PROBES
 from structattn.probes import structural, tree_induction
 from structattn.probes.stacking import chunks, pad_cat
 from structattn.progress import progress_disabled
@@ -256,51 +255,3 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-# -- command ---------------------------------------------------------------------------------------------------
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``structattn probe`` (the console entry parses first in :mod:`structattn.experiments.probe_cli`)."""
-    return run(build_parser().parse_args(argv))
-
-
-def run(args: argparse.Namespace) -> int:
-    """Probe the model named by parsed ``args`` and write the outputs."""
-    from structattn.structures.readers import read_conllu
-
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
-    sentences = read_conllu(Path(args.treebank))[: args.limit]
-    options = dict(probes=[p.strip() for p in args.probes.split(",") if p.strip()], layers=parse_layers(args.layers),
-                   test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
-                   progress=not progress_disabled(args.quiet))
-    if Path(args.model).is_file():  # a structattn checkpoint (best.pt / last.pt of train or compare)
-        from structattn.experiments.probe_checkpoint import probe_checkpoint
-
-        rows = probe_checkpoint(args.model, sentences, control=args.control, **options)
-    else:
-        rows = _probe_hf_directory(args.model, sentences, args.control, options)
-    write_outputs(rows, out)
-    print((out / "probe.md").read_text())
-    print(f"wrote {out}/: probe.csv, probe.md, probe.png")
-    return 0
-
-
-def _probe_hf_directory(path: str, sentences: list[Sentence], control: bool,
-                        options: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows of the HF model saved at ``path`` (and of its random control)."""
-    from transformers import AutoTokenizer
-
-    from structattn.hf.loading import from_pretrained
-
-    if not Path(path).is_dir():
-        raise ValueError(f"{path!r} is neither an HF model directory nor a structattn checkpoint file")
-    model = from_pretrained(path).eval()
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    rows = probe_model(model, tokenizer, sentences, name=Path(path).name, **options)
-    if control:
-        rows += probe_model(random_control(model, options["seed"]), tokenizer, sentences, name="random control",
-                            **options)
-    return rows

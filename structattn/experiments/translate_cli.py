@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
+from structattn.command_line import apply_shared_flags, command_parser, positive_int
+
 DESCRIPTION = (
     'INPUT is raw text (one sentence per line) or CoNLL-U (``.conllu``, or ``--format conllu``). Raw text is '
     "tokenised and, when the model's encoder plan reads a structure, parsed with the parser recorded with the model "
@@ -16,20 +18,20 @@ DESCRIPTION = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="structattn translate", description=DESCRIPTION)
+    p = command_parser("structattn translate", DESCRIPTION)
     p.add_argument("checkpoint", help="best.pt or last.pt of a translation run")
     p.add_argument("input", help="raw text (one sentence per line) or CoNLL-U")
     p.add_argument("--out", required=True, help="output file, one translation per line")
-    p.add_argument("--beam", type=int, default=None, help="beam size (default: the model's; 1: greedy)")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default 32)")
+    p.add_argument("--beam", type=positive_int, default=None, help="beam size (default: the model's; 1: greedy)")
+    p.add_argument("--batch-size", type=positive_int, default=32, help="sentences per batch (default 32)")
     p.add_argument("--format", choices=("auto", "text", "conllu"), default="auto", help="input format (auto: by suffix)")
     p.add_argument("--parser", default=None, help="spaCy model parsing raw text (default: the one recorded with the model)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (also when $CI is set)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    apply_shared_flags(args)
     from structattn.experiments.translate_command import run
 
     return run(args)

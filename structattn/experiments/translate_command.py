@@ -16,7 +16,6 @@ from typing import Any, Mapping, Sequence
 
 from structattn import plugins
 from structattn.experiments.spec import make_providers
-from structattn.experiments.translate_cli import build_parser
 from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
@@ -102,11 +101,6 @@ def encode(sentences: Sequence[Sentence], vocab: Vocab, providers: dict[str, Str
     ones built on the tokens); no targets."""
     encoded = encode_inputs(sentences, [s.words for s in sentences], vocab, providers, quiet=quiet)
     return [PairExample(ids, structures, [], s.id) for (ids, _, structures), s in zip(encoded, sentences)]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``structattn translate`` (the console entry parses first in :mod:`structattn.experiments.translate_cli`)."""
-    return run(build_parser().parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from torch import nn
 
 import structattn
 from structattn.attention.base import ATTENTION
-from structattn.encoders.builder import _build_group
+from structattn.encoders.builder import build_group
 from structattn.encoders.plan import HeadGroup, parse_plan
 from structattn.hf import families, interface
 from structattn.hf.attached import AttachedAttention
@@ -62,7 +62,7 @@ def attach(
     built = {}  # every layer is built before any is attached: a bad group leaves the model untouched
     for index, (module, groups) in enumerate(zip(modules, layers)):
         if not _is_plain_full(groups):
-            variants = [_build_group(_with_width(g, config.hidden_size), index, families.head_dim(module), fields)
+            variants = [build_group(_with_width(g, config.hidden_size), index, families.head_dim(module), fields)
                         for g in groups]
             weight = next(module.parameters())
             built[index] = AttachedAttention(index, groups, variants).to(device=weight.device, dtype=weight.dtype)

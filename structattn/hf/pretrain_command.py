@@ -12,18 +12,18 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from structattn.command_line import apply_shared_flags, command_parser, positive_int
 from structattn.progress import progress_disabled
 
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = _defaults()
-    p = argparse.ArgumentParser(prog="structattn pretrain", description=__doc__.split("\n\n")[0])
+    p = command_parser("structattn pretrain", __doc__.split("\n\n")[0])
     p.add_argument("--text", required=True, help="raw text (one sentence per line) or a .conllu treebank")
     p.add_argument("--out", required=True, help="output model directory (save_pretrained + tokenizer)")
     p.add_argument("--plan", default=None, help="attention plan to attach before training, e.g. 'soft_bias(dependency)@0-1; full'")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
+    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N sentences")
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (also when $CI is set)")
     for name, value in defaults.items():
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, type=type(value) if value is not None else int, default=value, help=f"default {value}")
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # before the heavy imports: --help answers at once
+    apply_shared_flags(args)
     from structattn.hf.pretrain import pretrain_mlm
     from structattn.hf.pretrain_config import PretrainConfig
 

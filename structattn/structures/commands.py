@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from structattn.command_line import CommandParser, add_subcommand, apply_shared_flags, positive_int
+
 DEMO_PROVIDERS: list[tuple[str, dict[str, Any]]] = [
     ("dependency", {}),
     ("semantic", {}),
@@ -143,25 +145,26 @@ def precompute(input_path: Path, provider_name: str, options: dict[str, Any], ca
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="structattn structures", description=__doc__)
+    parser = CommandParser(prog="structattn structures", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="structures of the bundled Czech PUD treebank: summary table and heatmap")
-    d.add_argument("--limit", type=int, default=None, help="first N sentences only (default: all 1000)")
+    d = add_subcommand(sub, "demo", help="structures of the bundled Czech PUD treebank: summary table and heatmap")
+    d.add_argument("--limit", type=positive_int, default=None, help="first N sentences only (default: all 1000)")
     d.add_argument("--out", type=Path, default=None, help="folder for structures.md and distances.png")
-    d.add_argument("--quiet", action="store_true", help="no progress bars")
-    d.add_argument("--threads", type=int, default=None, help="torch intra-op threads for the timing (default: torch's choice)")
-    c = sub.add_parser("cache", help="precompute the structures of a CoNLL-U file into a disk cache")
+    c = add_subcommand(sub, "cache", help="precompute the structures of a CoNLL-U file into a disk cache")
     c.add_argument("input", type=Path, help="CoNLL-U file")
     c.add_argument("--provider", default="dependency", help="provider name (default: dependency)")
     c.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="provider option, repeatable")
     c.add_argument("--cache", type=Path, required=True, help="cache folder")
-    c.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status. Errors print one line to stderr."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0) and usage errors (2): the parser has printed the message
+        return int(exit_.code or 0)
+    apply_shared_flags(args)
     try:
         if args.command == "demo":
             return demo(args.limit, args.out, args.quiet, args.threads)

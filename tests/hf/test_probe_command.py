@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import structattn.hf as H
-from structattn.experiments.probe_command import encode, main, probe_model, random_control
+from structattn.experiments.probe_cli import main
+from structattn.experiments.probe_command import encode, probe_model, random_control
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
 from structattn.structures import bundled_treebank, load_bundled, write_conllu
 from tests.hf.conftest import tiny_model
@@ -107,7 +108,7 @@ def test_unalignable_treebank_word_is_named(model_dir, tmp_path):
 
 
 def test_layers_and_probes_can_be_chosen(model_dir, tmp_path):
-    from structattn.experiments.probe_command import parse_layers
+    from structattn.experiments.probe_cli import parse_layers
 
     assert parse_layers("all") is None and parse_layers("0,2-3") == [0, 2, 3]
     with pytest.raises(ValueError, match="--layers"):

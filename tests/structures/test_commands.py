@@ -50,6 +50,6 @@ def test_demo_states_and_sets_its_thread_count(capsys) -> None:
         assert main(["demo", "--limit", "4", "--quiet", "--threads", "1"]) == 0
         assert "timed on 1 torch thread(s)" in capsys.readouterr().out
         assert main(["demo", "--limit", "4", "--quiet", "--threads", "0"]) == 2
-        assert "--threads must be >= 1" in capsys.readouterr().err
+        assert "--threads: must be >= 1" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)

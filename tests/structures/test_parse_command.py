@@ -107,6 +107,6 @@ def test_errors_are_one_line(tmp_path, input_file, capsys, monkeypatch):
     assert main([str(input_file), "--parser", "stanza", "--out", out]) == 2
     assert "stanza.download('en', processors='tokenize,pos,lemma,depparse')" in _one_line_error(capsys)
     assert main([str(input_file), "--out", out, "--processes", "0"]) == 2
-    assert "--processes must be >= 1" in _one_line_error(capsys)
+    assert "--processes: must be >= 1" in _one_line_error(capsys)
     assert main([str(input_file), "--parser", "udpipe", "--out", out]) == 2  # argparse usage error
     assert "invalid choice: 'udpipe'" in capsys.readouterr().err

