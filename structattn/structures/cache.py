@@ -12,7 +12,9 @@ Entries are written atomically (a temporary file in the same directory, then ``o
 processes may share one cache directory: a reader sees an old complete entry, a new complete entry, or
 none. Each entry stores its key and a checksum of its content and is verified when read; a truncated,
 corrupt, foreign or otherwise invalid entry is logged as a warning, recomputed and overwritten, never
-trusted. An entry path that is a directory (or lies under a file, or cannot be read) is not something the
+trusted; so is an entry whose tensors are intact but not an unbatched structure of the item (a shape
+other than the item's length, or a ``token_mask`` that is missing or has a ``False``: an entry holds one
+unpadded item). An entry path that is a directory (or lies under a file, or cannot be read) is not something the
 cache made or may delete: it raises ``ValueError`` naming the path. Entries are not fsync'ed: after a power loss an entry may be empty, which is detected as corrupt.
 
 Layout: ``ROOT/structures/<provider>/<k[:2]>/<k>.structure`` and
@@ -256,6 +258,10 @@ def _decode_structure(data: bytes, key: str, item: Sentence | Document) -> Struc
         offset += math.prod(shape) * dtype.itemsize
     if offset != len(buffer):
         raise InvalidEntry(f"body has {len(buffer)} bytes, the tensors {offset}")
+    mask = tensors.get("token_mask")
+    if mask is None or mask.dtype != torch.bool or not bool(mask.all()):
+        # an entry is one unpadded item: every token is real (a False would drop a word from attention)
+        raise InvalidEntry("token_mask is missing, not bool or has padding (False) in an unbatched entry")
     return Structure(**tensors, **meta, ids=[item.id])
 
 

@@ -16,7 +16,7 @@ import torch
 import structattn
 from structattn.structures import Sentence, Structure, get_provider
 from structattn.structures.cache import AnnotationCache, StructureCache, _decode_structure
-from structattn.structures.providers.base import StructureProvider, _token_mask
+from structattn.structures.providers.base import StructureProvider, lengths_token_mask
 
 
 def random_sentence(n: int, rng: random.Random, sid: str) -> Sentence:
@@ -58,7 +58,7 @@ class ChainAdjacency(StructureProvider):
     name = "test_chain"
 
     def compute(self, items: list) -> Structure:
-        token_mask = _token_mask([len(x) for x in items])
+        token_mask = lengths_token_mask([len(x) for x in items])
         n = token_mask.shape[1]
         idx = torch.arange(n)
         distance = torch.where(token_mask[:, :, None] & token_mask[:, None, :], (idx[None, :] - idx[:, None]).abs(), -1)
@@ -157,6 +157,29 @@ def _check_recomputed(tmp_path, sentence, provider, damage, caplog) -> None:
 ])
 def test_corrupt_entry_recomputed(tmp_path, sentences, damage, caplog):
     _check_recomputed(tmp_path, sentences[3], get_provider("dependency"), damage, caplog)
+
+
+@pytest.mark.parametrize("provider", [get_provider("dependency"), get_provider("window", radius=1, global_tokens=(0,))],
+                         ids=["dependency", "window"])
+def test_entry_with_padding_in_its_token_mask_recomputed(tmp_path, sentences, provider, caplog):
+    """An intact entry (checksum and key right) whose unbatched token_mask has a False is not an item's
+    structure: it used to be accepted, dropping a real word from attention."""
+    sentence = sentences[3]
+    cache = StructureCache(tmp_path)
+    good = cache.get_or_compute([sentence], provider)[0]
+    mask = good.token_mask.clone()
+    mask[-1] = False
+    cache.put(cache.key(sentence, provider), replace(good, token_mask=mask), provider)
+    fresh = StructureCache(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="structattn.structures.cache"):
+        got = fresh.get_or_compute([sentence], provider)[0]
+    assert fresh.stats() == {"hits": 0, "misses": 1, "invalid": 1}
+    assert "token_mask" in caplog.text and "recomputing" in caplog.text
+    assert bool(got.token_mask.all()) and len(got.token_mask) == len(sentence)
+    assert_same(got, provider(sentence))
+    again = StructureCache(tmp_path)  # overwritten by the recomputed entry
+    assert_same(again.get_or_compute([sentence], provider)[0], got)
+    assert again.stats() == {"hits": 1, "misses": 0, "invalid": 0}
 
 
 @pytest.mark.parametrize("provider", [get_provider("dependency"), ChainAdjacency(), get_provider("window", radius=1, global_tokens=(0,))],
