@@ -40,9 +40,7 @@ import sys
 import tempfile
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import structattn
 from structattn.structures.sentence import Document, Sentence

@@ -119,3 +119,23 @@ def test_annotation_cache_entry_under_a_file(tmp_path):
     entry.parent.write_text("not a folder")
     with pytest.raises(ValueError, match=rf"structattn cache: {entry} lies under a file"):
         cache.get_or_parse(["a b"], parser)
+
+
+@pytest.mark.parametrize("name", ["dependency", "window"])
+@pytest.mark.parametrize(
+    "value,shown",
+    [
+        ("the cat sat", r"str \('the cat sat'\); build one: Sentence\(words=text\.split\(\)"),
+        (["the", "cat", "sat"], r"list of str \(\['the', 'cat', 'sat'\]\); build one: Sentence\(words=\[\.\.\.\]"),
+        ([Sentence(["a"])], r"list of 1 Sentence/Document items; for several, call provider\.batch\(items\)"),
+        (7, r"int$"),
+    ],
+    ids=["str", "list-of-str", "list-of-sentences", "int"],
+)
+def test_provider_given_no_sentence_says_what_it_expected(name, value, shown):
+    provider = get_provider(name)
+    with pytest.raises(TypeError, match=rf"^provider '{name}': expected a Sentence or Document, got {shown}"):
+        provider(value)  # used to fail deep inside with "'str' object has no attribute 'id'"
+    if isinstance(value, list) and isinstance(value[0], str):
+        with pytest.raises(TypeError, match=r"expected a Sentence or Document, got str \('the'\)"):
+            provider.batch(value)

@@ -67,7 +67,10 @@ class StructureProvider(DerivedOptions, ABC):
         return f"{type(self).__name__}({opts})"
 
     def check(self, item: Item) -> None:
-        """Raise ``ValueError`` when ``item`` lacks an annotation the provider requires."""
+        """Raise ``ValueError`` when ``item`` lacks an annotation the provider requires (``TypeError`` when it
+        is no :class:`Sentence` or :class:`Document`: a string, a list of words, a list of sentences)."""
+        if not isinstance(item, (Sentence, Document)):
+            raise TypeError(f"provider {self.name!r}: expected a Sentence or Document, got {_not_an_item(item)}")
         if len(item) == 0:
             raise ValueError(f"provider {self.name!r}: {type(item).__name__} {item.id!r} is empty")
         for annotation in self.requires:
@@ -153,6 +156,18 @@ def lengths_token_mask(lengths: list[int]) -> torch.Tensor:
     """``token_mask`` of a batch of items with these lengths. Shapes: ``(b, max(lengths))``, True on tokens."""
     n = max(lengths)
     return torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def _not_an_item(value: Any) -> str:
+    """What a provider was given instead of an item, and what to pass instead (one line)."""
+    kind = type(value).__name__
+    if isinstance(value, str):
+        return f"{kind} ({value[:40]!r}); build one: Sentence(words=text.split(), ...)"
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return f"{kind} of str ({list(value[:5])!r}); build one: Sentence(words=[...], ...)"
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (Sentence, Document)) for v in value):
+        return f"{kind} of {len(value)} Sentence/Document items; for several, call provider.batch(items) or provider.many(items)"
+    return kind
 
 
 def batch_edge_index(edges_per_item: list[list[tuple[int, int]]]) -> torch.Tensor:

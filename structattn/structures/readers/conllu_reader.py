@@ -20,13 +20,8 @@ from conllu.parser import DEFAULT_FIELDS, parse_dict_value, parse_id_value, pars
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
 from structattn.structures.readers._rows import Row, dependency_pairs, present
-from structattn.structures.readers._source import (
-    PathOrText,
-    check_control_characters,
-    numbered_blocks,
-    parse_comment,
-    read_source,
-)
+from structattn.structures.readers._source import (PathOrText, check_control_characters, numbered_blocks, parse_comment,
+                                                   read_source)
 from structattn.structures.sentence import Document, Mention, Sentence, describe_sentence
 
 __all__ = ["read_conllu", "read_conllu_documents"]
