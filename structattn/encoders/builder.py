@@ -69,7 +69,7 @@ def build_group(
     cls.check_fields(available, source=source)
     try:
         module = get_attention(group.variant, num_heads=group.num_heads, head_dim=head_dim, **group.options)
-    except TypeError as err:
-        raise ValueError(f"{where}: bad options {group.options} for {group.variant!r}: {err}") from None
+    except ValueError as err:  # a bad option (the registry's error names the variant and its signature)
+        raise ValueError(f"{where}: {err}") from None
     module.check_fields(available, source=source)  # options may add fields (e.g. ssan's structure_bias)
     return module

@@ -138,6 +138,7 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
                          quiet=quiet, config=config, resume=last if mode == "resume" and last.is_file() else None)
         record["fingerprint"] = manifest["fingerprint"]
         if context.is_main:
+            (out / "runs").mkdir(exist_ok=True)  # a kind that writes no checkpoint has not made it
             (out / "runs" / f"{spec.run_id}.json").write_text(json.dumps(record))
         records.append(record)
     if context.is_main:
@@ -184,6 +185,7 @@ def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", 
     record = execute(spec, comparison.setup, data, out_dir=out, context=context, quiet=quiet, config=config,
                      resume=last if mode == "resume" and last.is_file() else None)
     if context.is_main:
+        out.mkdir(parents=True, exist_ok=True)
         (out / "record.json").write_text(json.dumps(record))
         (out / "config.gin").write_text(config)
         report([record], out, 1, plots=False)
