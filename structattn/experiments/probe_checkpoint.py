@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from structattn.encoders import EncoderConfig, TaskModel, Vocab
+from structattn.encoders import TaskModel, Vocab
 from structattn.experiments.probe_command import PROBES, check_probes, probe_encoded, split
 from structattn.experiments.run import rebuild_meta
 from structattn.experiments.runners import runner_for

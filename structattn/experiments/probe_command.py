@@ -28,7 +28,7 @@ import copy
 import csv
 import random
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -41,7 +41,6 @@ from structattn.hf.pooling import first_piece_states, piece_matrix, word_attenti
 from structattn.experiments.probe_options import PROBES
 from structattn.probes import structural, tree_induction
 from structattn.probes.stacking import chunks, pad_cat
-from structattn.progress import progress_disabled
 from structattn.structures.sentence import Sentence
 
 COLUMNS = ("model", "layer", "head", "probe", "metric", "value")

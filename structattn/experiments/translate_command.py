@@ -20,6 +20,7 @@ from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
 from structattn.seq2seq.pud import one_tree
+from structattn.seq2seq.subword import vocab_from_dict
 from structattn.seq2seq.vocab import detokenize, special_ids
 from structattn.structures import Sentence, read_conllu
 from structattn.structures.providers.base import StructureProvider
@@ -49,29 +50,20 @@ def load_translator(path: str | Path) -> Translator:
 
 
 def translator_from(data: Mapping[str, Any], where: str = "the checkpoint") -> Translator:
-    """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors)."""
+    """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors); the vocabularies
+    are rebuilt with :func:`~structattn.seq2seq.subword.vocab_from_dict` (a trained subword vocabulary or a
+    plain one, whichever the checkpoint holds)."""
     meta = data.get("meta") or {}
     if meta.get("kind") != "translation":
         raise ValueError(f"{where} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
     plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
     providers = make_providers(meta["structures"], meta["structures"])
-    source, target = Vocab.from_dict(meta["vocab"]), Vocab.from_dict(meta["target_vocab"])
+    source, target = vocab_from_dict(meta["vocab"]), vocab_from_dict(meta["target_vocab"])
     bos, eos = special_ids(target)
     model = build_seq2seq(EncoderConfig(**meta["model"]), Seq2SeqOptions(**meta["seq2seq"]), meta["plan"], len(source),
                           len(target), {n: p.provides for n, p in providers.items()}, bos, eos)
     model.load_state_dict(data["model"])
     return Translator(model.eval(), meta, providers, source, target)
-
-
-def load_translation_model(path: str | Path) -> tuple[Seq2SeqModel, dict[str, Any], dict[str, StructureProvider]]:
-    """The model of a translation checkpoint, its ``meta`` and its structure providers (see
-    :func:`load_translator`, which also returns the vocabularies).
-
-    Raises:
-        ValueError: the checkpoint holds no translation model.
-    """
-    loaded = load_translator(path)
-    return loaded.model, loaded.meta, loaded.providers
 
 
 def read_input(path: str | Path, fmt: str, parser: str | None, needs_trees: bool) -> list[Sentence]:

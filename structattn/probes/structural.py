@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from structattn.structures.providers import get_provider
 from structattn.structures.sentence import Sentence
-from structattn.structures.trees import Edge, probe_loss, punctuation_keep, spanning_tree, tree_depths, tree_edges, uuas
+from structattn.structures.trees import Edge, probe_loss, punctuation_keep, spanning_tree, tree_edges, uuas
 
 
 class StructuralProbe(nn.Module):

@@ -95,6 +95,21 @@ def close(got: torch.Tensor, want: torch.Tensor, what: str, atol: float, rtol: f
                              f"(atol={atol}, rtol={rtol}); {str(err).splitlines()[0]}") from None
 
 
+def close_output(got: torch.Tensor, want: torch.Tensor, structure: Structure, what: str, atol: float,
+                 rtol: float) -> None:
+    """:func:`close` for ``(b, h, n, d)`` outputs; when they agree on real tokens and differ only on padded
+    query rows, the message says so (the module zeroes padded query rows: the oracle must zero them too)."""
+    try:
+        close(got, want, what, atol, rtol)
+    except AssertionError as whole:
+        real = structure.token_mask[:, None, :, None].expand_as(got)
+        if not torch.allclose(got[real], want[real], atol=atol, rtol=rtol):
+            raise whole from None
+        raise AssertionError(f"{what}: equal on real tokens but not on padded query rows: the module zeroes padded "
+                             "query rows (token_mask False), so the oracle must return zeros there too "
+                             "(out = out * token_mask[:, None, :, None])") from None
+
+
 def check_output_shape(case: AttentionCase) -> None:
     module, gen = case.build(), case.generator()
     structure, q, k, v, hidden = case.inputs(module, gen, torch.float32)
@@ -109,7 +124,7 @@ def check_reference(case: AttentionCase) -> None:
     structure, q, k, v, hidden = case.inputs(module, gen)
     out = call(module, q, k, v, structure, hidden)
     want, _ = case.oracle(module, q, k, v, structure, hidden)
-    close(out, want, "output vs reference", case.atol, case.rtol)
+    close_output(out, want, structure, "output vs reference", case.atol, case.rtol)
     grad_out = torch.randn(out.shape, generator=gen, dtype=out.dtype)
     named = {"q": q, "k": k, "v": v, **({"hidden": hidden} if hidden is not None else {})}
     named.update({f"parameter {n}": p for n, p in module.named_parameters() if p.requires_grad})
@@ -120,7 +135,7 @@ def check_reference(case: AttentionCase) -> None:
         close(zero if g is None else g, zero if w is None else w, f"gradient of {label} vs reference", case.atol, case.rtol)
     out, weights = call(module, q, k, v, structure, hidden, return_weights=True)
     want, want_weights = case.oracle(module, q, k, v, structure, hidden)
-    close(out, want, "output (return_weights=True) vs reference", case.atol, case.rtol)
+    close_output(out, want, structure, "output (return_weights=True) vs reference", case.atol, case.rtol)
     if want_weights is not None:
         close(weights, want_weights, "weights vs reference", case.atol, case.rtol)
 
@@ -247,7 +262,14 @@ def check_missing_fields_at_call(case: AttentionCase) -> None:
     bare = Structure(token_mask=structure.token_mask)
     missing = sorted(set(module.requires) - bare.fields())
     if not missing:
-        expect(call(module, q, k, v, bare, hidden).shape == q.shape, "a bare structure changed the output shape")
+        try:
+            out = call(module, q, k, v, bare, hidden)
+        except Exception as err:  # noqa: BLE001  (any failure here means a field read but not declared)
+            raise AssertionError(
+                f"missing_fields_at_call: with a structure of token_mask only, the variant failed "
+                f"({type(err).__name__}: {err}); it reads a field it does not list in `requires`: declare it "
+                "(e.g. requires = frozenset({'distance'})) so that models are checked when they are built") from None
+        expect(out.shape == q.shape, "a bare structure changed the output shape")
         return
     try:
         call(module, q, k, v, bare, hidden)

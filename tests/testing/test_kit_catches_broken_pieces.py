@@ -184,3 +184,34 @@ def test_registered_pieces_without_a_case_fail_naming_the_file_to_add():
     with registered(PROVIDERS, "kit_orphan", ForwardChain):
         with pytest.raises(AssertionError, match=r"add @case\('kit_orphan'\) to tests/structures/test_provider_contract.py"):
             provider_case("kit_orphan")
+
+
+def unzeroed_padding_reference(q, k, v, structure, module):
+    """Right on real tokens, but the padded query rows keep a uniform average (not zeros)."""
+    out, weights = masked_softmax_reference(q, k, v, structure, module)
+    padded = ~structure.token_mask
+    out[padded[:, None, :].expand(out.shape[:3])] = 1.0
+    return out, weights
+
+
+def test_an_oracle_that_does_not_zero_padded_rows_is_told_so():
+    with registered(ATTENTION, "kit_plain", Plain):
+        with pytest.raises(AssertionError, match="reference.*equal on real tokens but not on padded query rows.*"
+                                                 "oracle must return zeros"):
+            check_attention("kit_plain", unzeroed_padding_reference, checks=["reference"])
+
+
+class DistanceReader(Plain):
+    """Broken declaration: reads ``distance`` but does not list it in ``requires``."""
+
+    def attend(self, q, k, v, structure, *, hidden, return_weights):
+        near = structure.distance[:, None] >= 0  # (b, 1, i, j): raises on a structure without distances
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~near, -1e9)
+        weights = scores.softmax(-1)
+        return weights @ v, weights
+
+
+def test_a_variant_without_requires_gets_an_assertion_naming_the_check():
+    with registered(ATTENTION, "kit_undeclared", DistanceReader):
+        with pytest.raises(AssertionError, match="missing_fields_at_call.*does not list in `requires`"):
+            check_attention("kit_undeclared", masked_softmax_reference, checks=["missing_fields_at_call"])

@@ -19,7 +19,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import DEFAULT_FIELDS, parse_dict_value, parse_id_value, parse_int_value, parse_paired_list_value
 
 from structattn.structures.readers._assemble import COREF_IDS, SentenceAssembler
-from structattn.structures.readers._rows import Row, dependency_pairs, present
+from structattn.structures.readers._rows import Row, dependency_pairs
 from structattn.structures.readers._source import (PathOrText, check_control_characters, numbered_blocks, parse_comment,
                                                    read_source)
 from structattn.structures.sentence import Document, Mention, Sentence, describe_sentence
