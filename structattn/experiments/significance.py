@@ -10,12 +10,16 @@ chrF from summed sufficient statistics), never a mean of per-item scores.
 * BLEU / chrF (``paired_corpus_test``): the p-value is sacrebleu's own ``PairedTest`` (``paired_bs`` with
   ``paired_bs_n`` resamples, or ``paired_ar``); the 95% interval of the difference comes from the very resamples
   ``paired_bs`` draws (same generator, same seed, same indices), which ``PairedTest`` does not report.
-* Over seeds (``compare_runs``): run ``s`` of a setting is paired with run ``s`` of the reference (same seed).
-  Per seed, one test each; *pooled*, the items of all paired seeds are concatenated into one paired sample (item
-  ``i`` of seed ``s`` pairs with item ``i`` of seed ``s`` of the reference) and resampled as independent items.
-  Caveat: the same test sentence then appears once per seed, and if its difficulty is shared across seeds the
-  pooled test treats correlated copies as independent, so its p-value is optimistic; the per-seed rows do not
-  have that problem.
+* Over seeds (``compare_setting``): run ``s`` of a setting is paired with run ``s`` of the reference (same seed).
+  *Per seed*, one test each (accuracy in numpy; BLEU/chrF through sacrebleu's ``PairedTest``). *Pooled*, a
+  cluster (item-level) test: the unit is the test item, and an item brings the outputs of every paired seed with
+  it, because the same sentence appears once per seed and its difficulty is shared across seeds (concatenating
+  the seeds' items as if independent would make the pooled p-value optimistic). The cluster bootstrap resamples
+  items with replacement and scores, for each system, the concatenation of every seed's outputs of the resampled
+  items (accuracy: summed correct / summed total; BLEU/chrF: the corpus score of the summed sacrebleu sufficient
+  statistics); approximate randomisation swaps whole items (all seeds at once) between the systems. sacrebleu's
+  ``PairedTest`` cannot cluster, so pooled BLEU/chrF rows use ``cluster_corpus_test``, which draws the same
+  indices and uses the same p-value definitions as ``PairedTest`` (with one seed it gives its p-value exactly).
 * Across a table's comparisons: ``holm`` (Holm-Bonferroni step-down).
 * ``minimum_detectable_effect``: the smallest difference a test set can detect (normal approximation).
 
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from statistics import NormalDist
@@ -63,9 +67,11 @@ class PairedResult:
         diff: observed ``M(system) - M(reference)``.
         ci_low, ci_high: 95% percentile interval of the bootstrap distribution of the difference.
         p: two-sided p-value (the method's definition, see ``method``).
-        n_items: paired test items.
+        n_items: paired test items (pooled over seeds: test items, each a cluster of its seeds' outputs).
         method: ``paired_bootstrap``, ``approximate_randomisation``, ``sacrebleu_paired_bs`` or
-            ``sacrebleu_paired_ar``.
+            ``sacrebleu_paired_ar`` (one run each); pooled over seeds, the same with ``cluster_`` before it
+            (``cluster_paired_bootstrap``, ``cluster_approximate_randomisation``, ``cluster_paired_bs``,
+            ``cluster_paired_ar``).
         reference_score: ``M(reference)``.
         reference_se: standard error of ``M(reference)`` (for ``minimum_detectable_effect``).
     """
@@ -340,6 +346,157 @@ def paired_corpus_test(ref_hypotheses: Sequence[str], sys_hypotheses: Sequence[s
                         float(np.std(ref_boot, ddof=1)) if resamples > 1 else 0.0)
 
 
+# ---------------------------------------------------------------- pooled over seeds: items as clusters
+
+Outputs = Mapping[str, Sequence[Any]]  # one run's per-item test outputs (``record["predictions"]``)
+
+
+def item_clusters(outputs: Sequence[Outputs]) -> tuple[list[np.ndarray], int]:
+    """Which test item (cluster) each output of each run belongs to, keyed by item id across the runs.
+
+    The ``k``-th occurrence of id ``x`` in one run joins the ``k``-th occurrence of ``x`` in every other run, so a
+    test set that lists an id twice keeps two clusters; clusters are numbered in order of first appearance. Runs
+    of one comparison normally list the same ids (then every cluster holds one output per run); runs whose test
+    sets differ give clusters of different sizes, each item still carrying all the outputs it has.
+
+    Args:
+        outputs: per-item outputs of ``S`` runs, each with ``ids``.
+
+    Returns:
+        ``(cluster_of, m)``: per run an int64 array ``[n_s]`` of cluster numbers in ``[0, m)``, and ``m``.
+    """
+    numbers: dict[tuple[Any, int], int] = {}
+    cluster_of = []
+    for out in outputs:
+        seen: dict[Any, int] = {}
+        row = []
+        for item in out["ids"]:
+            occurrence = seen[item] = seen.get(item, -1) + 1
+            row.append(numbers.setdefault((item, occurrence), len(numbers)))
+        cluster_of.append(np.asarray(row, dtype=np.int64))
+    return cluster_of, len(numbers)
+
+
+def cluster_sums(values: Sequence[np.ndarray], cluster_of: Sequence[np.ndarray], clusters: int) -> np.ndarray:
+    """Per-item values ``[n_s, ...]`` of each run summed per cluster: ``[clusters, ...]`` (int64)."""
+    out = np.zeros((clusters, *np.shape(values[0])[1:]), dtype=np.int64)
+    for v, c in zip(values, cluster_of):
+        np.add.at(out, c, np.asarray(v, dtype=np.int64))
+    return out
+
+
+def _paired_clusters(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs]) -> tuple[list[np.ndarray], int]:
+    """The clusters of paired runs (run ``s`` of the system lists the same ids as run ``s`` of the reference)."""
+    if not ref_outputs or len(ref_outputs) != len(sys_outputs):
+        raise PairingError(f"{len(ref_outputs)} reference runs and {len(sys_outputs)} system runs: pooling needs one "
+                           "paired run of each per seed")
+    for s, (r, o) in enumerate(zip(ref_outputs, sys_outputs)):
+        if list(r["ids"]) != list(o["ids"]):
+            raise PairingError(f"paired run {s}: the reference and the system list different item ids")
+    return item_clusters(ref_outputs)
+
+
+def cluster_accuracy_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs], method: str = "bootstrap",
+                          resamples: int = RESAMPLES, seed: int = SEED) -> PairedResult:
+    """Accuracy pooled over seeds with test items as clusters (see the module docstring).
+
+    Item ``j``'s counts are summed over the paired runs, ``C_j = sum_s c_sj`` and ``T_j = sum_s t_sj``; the cluster
+    bootstrap is then ``paired_bootstrap_accuracy`` on ``(C, T)`` (resampled item ``j`` brings every seed's
+    outputs: ``delta*_b = sum_{j in I_b} C^sys_j / sum T^sys_j - sum C^ref_j / sum T^ref_j``) and approximate
+    randomisation ``approximate_randomisation_accuracy`` on ``(C, T)`` (item ``j`` swapped in every seed at once).
+    The observed difference is the accuracy of all seeds' outputs together, and the standard error (for the
+    minimum detectable effect) treats items, not item-seed outputs, as the sampling unit.
+
+    Args:
+        ref_outputs, sys_outputs: per-item outputs (``ids``, ``correct``, ``total``) of the paired runs, seed ``s``
+            of the system at position ``s`` of both lists.
+
+    Returns:
+        As ``paired_accuracy_test``; ``n_items`` is the number of test items (clusters), ``method``
+        ``cluster_paired_bootstrap`` or ``cluster_approximate_randomisation``.
+    """
+    cluster_of, m = _paired_clusters(ref_outputs, sys_outputs)
+    ref = tuple(cluster_sums([o[f] for o in ref_outputs], cluster_of, m) for f in ("correct", "total"))
+    sys = tuple(cluster_sums([o[f] for o in sys_outputs], cluster_of, m) for f in ("correct", "total"))
+    result = paired_accuracy_test(ref, sys, method, resamples, seed)
+    return replace(result, method=f"cluster_{result.method}")
+
+
+def corpus_statistics(hypotheses: Sequence[str], references: Sequence[str], metric: str) -> np.ndarray:
+    """sacrebleu's per-sentence sufficient statistics of ``metric`` (``_extract_corpus_statistics``), int64
+    ``[n, k]``: summed over any set of sentences they give that set's corpus score."""
+    scorer = corpus_metric(metric)
+    return np.array(scorer._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
+
+
+def _corpus_p_value(null: np.ndarray, observed: float) -> float:
+    """sacrebleu's ``_compute_p_value``: ``(1 + #{null > observed}) / (len(null) + 1)`` (strict ``>``)."""
+    return (1 + int(np.count_nonzero(null > observed))) / (null.size + 1)
+
+
+def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs], metric: str = "bleu",
+                        method: str = "bootstrap", resamples: int = RESAMPLES, seed: int = SEED) -> PairedResult:
+    """BLEU or chrF pooled over seeds with test items as clusters (see the module docstring).
+
+    Item ``j``'s sufficient statistics are summed over the paired runs, ``X_j = sum_s x_sj`` (``x_sj``: sacrebleu's
+    statistics of seed ``s``'s hypothesis of item ``j`` against its reference), so ``M(sum_{j in I} X_j)`` is the
+    corpus score of the concatenation of every seed's outputs for the items ``I``. Bootstrap: ``I_b`` drawn as
+    sacrebleu's ``paired_bs`` draws (same generator, seed and indices, float32 sums), ``delta*_b =
+    M(sys, I_b) - M(ref, I_b)``, and sacrebleu's p-value ``(1 + #{b: |delta*_b| - mean_b |delta*_b| > |delta|})
+    / (B + 1)``. Approximate randomisation: sacrebleu's ``paired_ar`` swap draws over items (whole items swapped,
+    every seed at once), ``p = (1 + #{r: |delta_r| > |delta|}) / (R + 1)``. The 95% interval is the percentile
+    interval of ``delta*``. With a single run this is sacrebleu's ``PairedTest`` p-value, number for number; as in
+    ``paired_corpus_test``, systems equal on every resample get ``p = 1``.
+
+    Args:
+        ref_outputs, sys_outputs: per-item outputs (``ids``, ``hyp``, ``ref``) of the paired runs.
+        metric: ``"bleu"`` or ``"chrf"``.
+
+    Returns:
+        ``n_items``: test items (clusters); ``method``: ``cluster_paired_bs`` or ``cluster_paired_ar``;
+        ``reference_se``: the standard deviation of ``M(ref, I_b)``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown significance method {method!r}; choose one of {METHODS}")
+    cluster_of, m = _paired_clusters(ref_outputs, sys_outputs)
+    for o in (*ref_outputs, *sys_outputs):
+        if len(o["hyp"]) != len(o["ids"]) or len(o["ref"]) != len(o["ids"]):
+            raise PairingError(f"{len(o['hyp'])} hypotheses and {len(o['ref'])} references for {len(o['ids'])} items")
+    stats = [cluster_sums([corpus_statistics(o["hyp"], o["ref"], metric) for o in outs], cluster_of, m)
+             for outs in (ref_outputs, sys_outputs)]  # [ref, sys], each int64 (m, k)
+    score = corpus_metric(metric)._compute_score_from_stats
+    ref_score, sys_score = (float(score(x.sum(0)).score) for x in stats)
+    observed = abs(sys_score - ref_score)
+    ref32, sys32 = (x.astype("float32") for x in stats)
+    boot = np.array([[score(x[row].sum(0)).score for x in (ref32, sys32)]
+                     for idx in _bootstrap_indices(m, resamples, seed) for row in idx])  # (B, 2)
+    differences = boot[:, 1] - boot[:, 0]
+    if method == "bootstrap":
+        magnitude = np.abs(differences)
+        p = _corpus_p_value(magnitude - magnitude.mean(), observed)
+    else:
+        swap = np.random.default_rng(seed).integers(2, size=(resamples, m), dtype=bool)  # (R, m), as sacrebleu
+        a = swap @ stats[0] + ~swap @ stats[1]  # (R, k): the reference's item where swapped, the system's elsewhere
+        b = ~swap @ stats[0] + swap @ stats[1]
+        p = _corpus_p_value(np.array([abs(score(x).score - score(y).score) for x, y in zip(a, b)]), observed)
+    if sys_score == ref_score and not np.any(differences):
+        p = 1.0  # indistinguishable on every resample: the strict ">" would say p = 1 / (B + 1)
+    return PairedResult(sys_score - ref_score, *percentile_interval(differences), p, m,
+                        f"cluster_paired_{'bs' if method == 'bootstrap' else 'ar'}", ref_score,
+                        float(np.std(boot[:, 0], ddof=1)) if resamples > 1 else 0.0)
+
+
+def compare_pooled(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs], kind: str,
+                   method: str = "bootstrap", resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, PairedResult]:
+    """Every tested metric of a task kind (``TESTED_METRICS``) pooled over paired runs, items as clusters."""
+    if kind == "accuracy":
+        return {"test_accuracy": cluster_accuracy_test(ref_outputs, sys_outputs, method, resamples, seed)}
+    if kind == "bleu":
+        return {m: cluster_corpus_test(ref_outputs, sys_outputs, m, method, resamples, seed)
+                for m in TESTED_METRICS["bleu"]}
+    raise ValueError(f"no significance test for metric {kind!r}; tested: {sorted(TESTED_METRICS)}")
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni step-down adjusted p-values (Holm 1979), in the input order.
 
@@ -378,7 +535,7 @@ class SignificanceRow:
     """One comparison of a table: ``setting`` against ``reference`` on ``metric``, for one seed or pooled.
 
     Attributes:
-        scope: ``"seed <s>"`` or ``"pooled"`` (all paired seeds concatenated).
+        scope: ``"seed <s>"`` or ``"pooled"`` (all paired seeds, test items as clusters).
         result: ``None`` when it could not be tested (``note`` says why).
         p_holm: Holm-adjusted p over the rows of the same task and scope that have a result.
     """
@@ -441,11 +598,6 @@ def _by_seed(runs: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def pool(outputs: Sequence[dict[str, list[Any]]]) -> dict[str, list[Any]]:
-    """Per-item outputs of several runs concatenated field by field (in the order given)."""
-    return {name: [x for out in outputs for x in out[name]] for name in outputs[0]}
-
-
 def compare_outputs(ref: dict[str, list[Any]], sys: dict[str, list[Any]], kind: str, method: str = "bootstrap",
                  resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, PairedResult]:
     """Every tested metric of a task kind (``TESTED_METRICS``) on paired per-item outputs."""
@@ -481,7 +633,8 @@ def compare_setting(task: str, setting: str, reference: str, ref_runs: Sequence[
                     sys_runs: Sequence[dict[str, Any]], method: str = "bootstrap", resamples: int = RESAMPLES,
                     seed: int = SEED) -> list[SignificanceRow]:
     """Rows of ``setting`` against ``reference``: per seed (run ``s`` against the reference's run ``s``), then
-    pooled over the paired seeds (items concatenated, see the module docstring); ``p_holm`` not yet set.
+    pooled over the paired seeds (``compare_pooled``: test items as clusters carrying every seed's outputs, see
+    the module docstring); ``p_holm`` not yet set.
 
     Raises:
         PairingError: paired runs list different items, or one setting has two runs with one seed.
@@ -500,7 +653,7 @@ def compare_setting(task: str, setting: str, reference: str, ref_runs: Sequence[
     if not paired:
         return rows + _untested(SignificanceRow(task, setting, reference, "pooled", "", None,
                                                 note="no per-item outputs"), kind)
-    pooled = compare_outputs(pool([r for r, _ in paired]), pool([s for _, s in paired]), kind, method, resamples, seed)
+    pooled = compare_pooled([r for r, _ in paired], [s for _, s in paired], kind, method, resamples, seed)
     return rows + [SignificanceRow(task, setting, reference, "pooled", m, r) for m, r in pooled.items()]
 
 

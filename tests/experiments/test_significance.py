@@ -5,6 +5,7 @@ import math
 import os
 import random
 import statistics
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +16,11 @@ from structattn.experiments.significance import (
     accuracy_standard_error,
     approximate_randomisation_accuracy,
     bootstrap_accuracy_differences,
+    cluster_accuracy_test,
+    cluster_corpus_test,
+    cluster_sums,
     compare_task,
+    item_clusters,
     holm,
     minimum_detectable_effect,
     paired_bootstrap_accuracy,
@@ -222,7 +227,7 @@ def run(setting, seed, counts, ids=None):
                             "total": list(counts[1])}}
 
 
-def test_pooled_pairs_seed_with_seed_and_concatenates_items():
+def test_pooled_pairs_seed_with_seed_and_clusters_items():
     ref0, sys0 = clearly_better(30, seed=1)
     ref1, sys1 = clearly_better(30, seed=2)
     settings = {"full": [run("full", 1, ref1), run("full", 0, ref0)],  # out of seed order on purpose
@@ -231,9 +236,168 @@ def test_pooled_pairs_seed_with_seed_and_concatenates_items():
     assert [(r.scope, r.metric) for r in rows] == [("seed 0", "test_accuracy"), ("seed 1", "test_accuracy"),
                                                  ("pooled", "test_accuracy")]
     assert rows[0].result == paired_bootstrap_accuracy(ref0, sys0, 200)
-    pooled = [np.concatenate([a, b]) for a, b in zip(ref0, ref1)], [np.concatenate([a, b]) for a, b in zip(sys0, sys1)]
-    assert rows[2].result == paired_bootstrap_accuracy(pooled[0], pooled[1], 200) and rows[2].result.n_items == 60
+    # pooled: item i of seed 0 and item i of seed 1 are one cluster, their counts summed
+    summed = [np.add(a, b) for a, b in zip(ref0, ref1)], [np.add(a, b) for a, b in zip(sys0, sys1)]
+    want = paired_bootstrap_accuracy(summed[0], summed[1], 200)
+    assert rows[2].result == replace(want, method="cluster_paired_bootstrap") and rows[2].result.n_items == 30
     assert all(r.p_holm == r.result.p for r in rows)  # one comparison per scope: Holm changes nothing
+
+
+# ---------------------------------------------------------------- pooled over seeds: items as clusters
+
+def outputs(ids, correct, total=None):
+    return {"ids": list(ids), "correct": list(correct), "total": list(total or [1] * len(correct))}
+
+
+# two items a, b, two seeds, one target each; per item summed over seeds: ref a 2/2, b 0/2; sys a 1/2, b 2/2
+TINY_REF = [outputs("ab", [1, 0]), outputs("ab", [1, 0])]
+TINY_SYS = [outputs("ab", [1, 1]), outputs("ab", [0, 1])]
+
+
+def test_cluster_bootstrap_hand_computed():
+    """Resamples of the items (each with both seeds): {a, a}: 2/4 - 4/4 = -0.5 (probability 1/4); {a, b} in either
+    order: 3/4 - 2/4 = +0.25 (1/2); {b, b}: 4/4 - 0/4 = +1 (1/4). Observed: 3/4 - 2/4. Resampling the four
+    item-seed outputs independently would also give differences such as 0 or +0.5."""
+    differences = bootstrap_accuracy_differences(([2, 0], [2, 2]), ([1, 2], [2, 2]), 4000, seed=3)
+    result = cluster_accuracy_test(TINY_REF, TINY_SYS, resamples=4000, seed=3)
+    assert set(differences.tolist()) == {-0.5, 0.25, 1.0}
+    assert [np.mean(differences == d) for d in (-0.5, 0.25, 1.0)] == pytest.approx([0.25, 0.5, 0.25], abs=0.02)
+    assert result.diff == 0.25 and (result.ci_low, result.ci_high) == (-0.5, 1.0)
+    assert result.n_items == 2 and result.method == "cluster_paired_bootstrap" and result.reference_score == 0.5
+    # p = 2 (1 + #{delta* <= 0}) / (B + 1), #{delta* <= 0} the {a, a} resamples
+    assert result.p == min(1.0, 2 * (1 + np.count_nonzero(differences <= 0)) / 4001)
+    assert result.p == pytest.approx(0.5, abs=0.04)
+
+
+def test_cluster_randomisation_swaps_whole_items_exact():
+    """AR pooled swaps an item in every seed at once: with all 2^n swap patterns it is the exact permutation test
+    over items, computed here on the concatenated seed outputs (no shared code)."""
+    rng = np.random.default_rng(11)
+    n, seeds = 6, 3
+    totals = [[int(t) for t in rng.integers(1, 4, n)] for _ in range(seeds)]
+    ref = [outputs(range(n), [int(rng.binomial(t, 0.4)) for t in ts], ts) for ts in totals]
+    sys = [outputs(range(n), [int(rng.binomial(t, 0.8)) for t in ts], ts) for ts in totals]
+
+    def acc(runs, chosen):  # chosen[i]: which system's outputs item i takes, in every seed
+        c = sum(runs[chosen[i]][s]["correct"][i] for s in range(seeds) for i in range(n))
+        return c / sum(runs[chosen[i]][s]["total"][i] for s in range(seeds) for i in range(n))
+
+    observed = abs(acc((sys, ref), [0] * n) - acc((sys, ref), [1] * n))
+    hits = sum(abs(acc((sys, ref), swaps) - acc((ref, sys), swaps)) >= observed - 1e-12
+               for swaps in itertools.product((0, 1), repeat=n))
+    exact = hits / 2**n
+    assert 0.05 < exact < 0.9
+    result = cluster_accuracy_test(ref, sys, "ar", resamples=20000, seed=5)
+    assert result.p == pytest.approx(exact, abs=0.01) and result.method == "cluster_approximate_randomisation"
+    assert result.n_items == n
+
+
+def test_duplicated_seeds_are_not_more_significant_than_one_seed():
+    """Two systems differing on 1 item of 10, the same outputs in 5 seeds: 5 copies of one seed carry no more
+    evidence than that seed, so the pooled test must not be more significant (concatenating the 50 outputs as
+    independent items made p about 0.01)."""
+    ref, sys = outputs(range(10), [0] + [1] * 9), outputs(range(10), [1] * 10)
+    seed_alone = paired_bootstrap_accuracy((ref["correct"], ref["total"]), (sys["correct"], sys["total"]))
+    pooled = cluster_accuracy_test([ref] * 5, [sys] * 5)
+    assert pooled.p >= seed_alone.p and seed_alone.p > 0.5
+    assert (pooled.diff, pooled.ci_low, pooled.ci_high) == (seed_alone.diff, seed_alone.ci_low, seed_alone.ci_high)
+    naive = paired_bootstrap_accuracy((([0] + [1] * 9) * 5, [1] * 50), ([1] * 50, [1] * 50))
+    assert naive.p < 0.05  # what the concatenation reported
+    ar_alone = approximate_randomisation_accuracy((ref["correct"], ref["total"]), (sys["correct"], sys["total"]))
+    assert cluster_accuracy_test([ref] * 5, [sys] * 5, "ar").p >= ar_alone.p
+    settings = {"full": [run("full", s, (ref["correct"], ref["total"])) for s in range(5)],
+                "tree": [run("tree", s, (sys["correct"], sys["total"])) for s in range(5)]}
+    rows = compare_task("t", settings, "full")
+    assert rows[-1].scope == "pooled" and rows[-1].result.p >= rows[0].result.p
+
+
+def test_duplicated_seeds_bleu_is_not_more_significant_than_one_seed():
+    refs, worse, _ = translations(10, seed=3)
+    worse[0] = " ".join("zz" for _ in refs[0].split())
+    better = worse[:]
+    better[0] = refs[0]  # the systems differ on one sentence of ten
+    ref_run, sys_run = ({"ids": list(range(10)), "hyp": h, "ref": refs} for h in (worse, better))
+    for metric in ("bleu", "chrf"):
+        alone = paired_corpus_test(worse, better, refs, metric, resamples=300)
+        pooled = cluster_corpus_test([ref_run] * 5, [sys_run] * 5, metric, resamples=300)
+        assert alone.p > 0.1 and pooled.p >= alone.p - 0.01, metric  # float32 resample sums: one resample may flip
+        assert pooled.diff == pytest.approx(alone.diff)
+        assert paired_corpus_test(worse * 5, better * 5, refs * 5, metric, resamples=300).p < 0.05  # concatenated
+
+
+def test_clusters_follow_ids_not_positions():
+    """Seeds listing items in other orders, or other items, still cluster by id (the k-th repeat of an id with
+    the k-th repeat); clusters are numbered by first appearance."""
+    cluster_of, m = item_clusters([{"ids": ["a", "b", "a"]}, {"ids": ["b", "a", "c"]}])
+    assert m == 4 and [c.tolist() for c in cluster_of] == [[0, 1, 2], [1, 0, 3]]
+    summed = cluster_sums([np.array([1, 2, 3]), np.array([10, 20, 30])], cluster_of, m)
+    assert summed.tolist() == [1 + 20, 2 + 10, 3, 30]
+    shuffled_ref = [TINY_REF[0], outputs("ba", [0, 1])]  # seed 1 lists b first: same clusters as TINY_REF
+    shuffled_sys = [TINY_SYS[0], outputs("ba", [1, 0])]
+    assert cluster_accuracy_test(shuffled_ref, shuffled_sys, resamples=300) == cluster_accuracy_test(
+        TINY_REF, TINY_SYS, resamples=300)
+    with pytest.raises(PairingError, match="paired run 1: the reference and the system list different item ids"):
+        cluster_accuracy_test(TINY_REF, [TINY_SYS[0], outputs("ba", [1, 0])])
+
+
+def cluster_oracle(ref_runs, sys_runs, metric, resamples, seed):
+    """Plain loops: each resample's corpus score of every seed's outputs of the resampled items concatenated."""
+    import sacrebleu
+
+    corpus = sacrebleu.corpus_bleu if metric == "bleu" else sacrebleu.corpus_chrf
+    kwargs = {"force": True} if metric == "bleu" else {}
+    n, diffs = len(ref_runs[0]["ids"]), []
+    for idx in np.random.default_rng(seed).choice(n, size=(resamples, n), replace=True):
+        refs = [[r["ref"][i] for i in idx for r in ref_runs]]
+        diffs.append(corpus([s["hyp"][i] for i in idx for s in sys_runs], refs, **kwargs).score
+                     - corpus([r["hyp"][i] for i in idx for r in ref_runs], refs, **kwargs).score)
+    return np.array(diffs)
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_cluster_corpus_bootstrap_is_the_concatenated_corpus_score_on_item_resamples(metric):
+    import sacrebleu
+
+    refs, worse, better = translations(12, seed=6)
+    rng = random.Random(7)  # a second seed's outputs: the same references, other noise
+    worse2, better2 = ([" ".join(w if rng.random() > rate else "zz" for w in r.split()) for r in refs]
+                       for rate in (0.5, 0.2))
+    ids = [f"s{k}" for k in range(12)]
+    ref_runs = [{"ids": ids, "hyp": h, "ref": refs} for h in (worse, worse2)]
+    sys_runs = [{"ids": ids, "hyp": h, "ref": refs} for h in (better, better2)]
+    diffs = cluster_oracle(ref_runs, sys_runs, metric, 40, seed=99)
+    ours = cluster_corpus_test(ref_runs, sys_runs, metric, resamples=40, seed=99)
+    assert (ours.ci_low, ours.ci_high) == pytest.approx(tuple(np.percentile(diffs, [2.5, 97.5])), abs=1e-3)
+    magnitude = np.abs(diffs)
+    corpus = sacrebleu.corpus_bleu if metric == "bleu" else sacrebleu.corpus_chrf
+    kwargs = {"force": True} if metric == "bleu" else {}
+    observed = (corpus(better + better2, [refs + refs], **kwargs).score
+                - corpus(worse + worse2, [refs + refs], **kwargs).score)
+    assert ours.diff == pytest.approx(observed)
+    assert ours.p == (1 + np.count_nonzero(magnitude - magnitude.mean() > abs(observed) + 1e-9)) / 41
+    assert ours.n_items == 12 and ours.method == "cluster_paired_bs"
+
+
+@pytest.mark.parametrize("method", ["bootstrap", "ar"])
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_cluster_corpus_test_of_one_seed_is_sacrebleus_paired_test(metric, method):
+    """sacrebleu's PairedTest cannot cluster; with one seed (clusters of one) ours draws its indices and swaps and
+    uses its p-value definitions, so the numbers are the same."""
+    rng = random.Random(5)
+    words = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "house", "red"]
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(25)]
+    worse, better = ([" ".join(w if rng.random() > rate else "zz" for w in r.split()) for r in refs]
+                     for rate in (0.3, 0.25))
+    ids = list(range(25))
+    ours = cluster_corpus_test([{"ids": ids, "hyp": worse, "ref": refs}], [{"ids": ids, "hyp": better, "ref": refs}],
+                               metric, method, resamples=300, seed=77)
+    theirs = paired_corpus_test(worse, better, refs, metric, method, resamples=300, seed=77)
+    assert 0.1 < theirs.p < 0.95  # neither end of the scale, so agreement is informative
+    assert (ours.p, ours.diff, ours.ci_low, ours.ci_high, ours.reference_se) == (
+        theirs.p, theirs.diff, theirs.ci_low, theirs.ci_high, theirs.reference_se)
+    same = cluster_corpus_test([{"ids": ids, "hyp": worse, "ref": refs}] * 2,
+                               [{"ids": ids, "hyp": worse, "ref": refs}] * 2, metric, method, resamples=50)
+    assert (same.diff, same.p) == (0.0, 1.0)
 
 
 def test_holm_families_are_task_and_scope():
