@@ -27,6 +27,7 @@ _LAZY = {
     "get_provider": "providers",
     "provider_names": "providers",
     "register_provider": "providers",
+    "PROVIDERS": "providers",
     "bundled_treebank": "readers",
     "from_stanza": "readers",
     "load_bundled": "readers",
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from structattn.structures.generators import GrammarGenerator, ListOpsGenerator
     from structattn.structures.interop import from_edge_index, from_networkx, from_pyg, to_edge_index, to_networkx, to_pyg
     from structattn.structures.providers import (
+        PROVIDERS,
         GraphProvider,
         StructureProvider,
         get_provider,

@@ -13,8 +13,9 @@ from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 from structattn.structures.annotators.stanza_annotator import StanzaAnnotator
 
 def get_annotator(name: str, **options: Any) -> Annotator:
-    """Build the annotator registered as ``name`` (``"spacy"`` or ``"stanza"``) with ``options``."""
-    return ANNOTATORS.get(name)(**options)
+    """Build the annotator registered as ``name`` (``"spacy"`` or ``"stanza"``) with ``options`` (a bad option:
+    ``ValueError`` naming it)."""
+    return ANNOTATORS.build(name, **options)
 
 
 __all__ = ["ANNOTATORS", "Annotator", "SpacyAnnotator", "StanzaAnnotator", "check_alignment", "get_annotator"]

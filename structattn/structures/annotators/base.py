@@ -86,7 +86,7 @@ class Annotator(ABC):
 
 
 #: parser name (``--parser``) -> annotator class
-ANNOTATORS: Registry[Annotator] = Registry("parser")
+ANNOTATORS: Registry[Annotator] = Registry("parser", builtin="structattn.structures.annotators.builtin")
 register_annotator = ANNOTATORS.register
 
 
