@@ -70,11 +70,16 @@ class StructuredAttention(nn.Module):
     Class attributes:
         requires: structure fields the variant reads (see ``structattn.structures.structure.FIELDS``).
         needs_hidden: whether the variant needs the layer input ``hidden``.
+        value_size_may_differ: whether ``v`` may have another head size than ``q`` and ``k`` (``(b, h, n, e)``,
+            giving an output ``(b, h, n, e)``). Off by default: the contract is one ``d`` for q, k and v, and
+            a variant whose kernels need it (fused bias tables, banded windows) gets a clear error here
+            instead of a shape error deep inside; a variant whose every path takes any ``e`` turns it on.
     """
 
     name: ClassVar[str]
     requires: ClassVar[frozenset[str]] = frozenset()
     needs_hidden: ClassVar[bool] = False
+    value_size_may_differ: ClassVar[bool] = False
 
     def __init__(self, num_heads: int, head_dim: int) -> None:
         super().__init__()
@@ -159,6 +164,11 @@ class StructuredAttention(nn.Module):
             raise ValueError(
                 f"{who}: q, k, v must be (b, h, n, d) with equal shapes, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
                 f"v {tuple(v.shape)}"
+            )
+        if v.shape[-1] != q.shape[-1] and not self.value_size_may_differ:
+            raise ValueError(
+                f"{who}: v has head size {v.shape[-1]}, q and k have {q.shape[-1]} (q {tuple(q.shape)}, v "
+                f"{tuple(v.shape)}); this variant needs one head size d for q, k and v"
             )
         dtypes = {"q": q.dtype, "k": k.dtype, "v": v.dtype}
         if not all(x.is_floating_point() for x in (q, k, v)) or len(set(dtypes.values())) > 1:

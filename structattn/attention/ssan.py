@@ -104,6 +104,7 @@ class SelectiveSelfAttention(StructuredAttention):
     """
 
     needs_hidden = True
+    value_size_may_differ = True  # the selective kernel takes v of any head size (out is (b, h, n, e))
 
     def __init__(
         self,

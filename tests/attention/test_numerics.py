@@ -100,3 +100,30 @@ def test_three_dimensional_inputs_are_named(name, generator):
         module(q[:, 0], k, v, structure, hidden=hidden)
     with pytest.raises(ValueError, match=rf"{name}.*hidden"):
         module(q, k, v, structure, hidden=hidden[..., 0])
+
+
+@pytest.mark.parametrize("name", attention_names())
+def test_value_head_size_other_than_the_query_s(name, generator):
+    """soft_bias / fixed_decay used to fail inside SDPA's flash kernel ("Q/K/V should have the same head size"),
+    local_global with a tensor-size mismatch: the base class now names the variant and the shapes; a variant
+    whose every path takes another value size (``value_size_may_differ``) returns ``(b, h, n, e)``."""
+    module, structure, q, k, v, hidden = _inputs(name, generator)
+    wide = torch.randn(*v.shape[:-1], 8, generator=generator)  # e = 8, d = 5
+    for weights in (False, True):
+        if type(module).value_size_may_differ:
+            out = module(q, k, wide, structure, hidden=hidden, return_weights=weights)
+            assert (out[0] if weights else out).shape == (2, 3, structure.num_tokens, 8)
+            continue
+        with pytest.raises(ValueError, match=rf"^attention '{name}': v has head size 8, q and k have 5 "
+                                             rf"\(q \(2, 3, 7, 5\), v \(2, 3, 7, 8\)\); this variant needs one head size"):
+            module(q, k, wide, structure, hidden=hidden, return_weights=weights)
+
+
+def test_ssan_with_a_structure_bias_takes_another_value_size(generator):
+    module = get_attention("ssan", num_heads=3, head_dim=5, structure_bias="soft_bias", generator=1).eval()
+    structure = dependency_structure([7, 5], generator)
+    q, k = (torch.randn(2, 3, 7, 5, generator=generator) for _ in range(2))
+    v = torch.randn(2, 3, 7, 8, generator=generator)
+    hidden = torch.randn(2, 7, 15, generator=generator)
+    out, weights = module(q, k, v, structure, hidden=hidden, return_weights=True)
+    assert out.shape == (2, 3, 7, 8) and torch.allclose(out, weights @ v, atol=1e-5)
