@@ -12,12 +12,13 @@ gin names (what ``.gin`` files bind)::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import tokenize
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import gin
 import torch
@@ -49,17 +50,41 @@ training_config = gin.external_configurable(TrainConfig, "training")
 
 @gin.configurable("data")
 def data_options(structures: Mapping[str, str] | None = None, min_freq: int = 1, max_size: int | None = None,
-                 lowercase: bool = True, subword_chars: int | None = None,
+                 lowercase: bool = True, subword_chars: int | None = None, subword_model: str | None = None,
+                 subword_size: int | None = None,
                  cache: str | None = None) -> tuple[dict[str, str], dict[str, Any], str | None]:
     """Structure specs by name, vocabulary options, and the structure disk cache folder (``cache``, filled
-    by ``structattn structures cache`` or on first use)."""
+    by ``structattn structures cache`` or on first use).
+
+    ``subword_model`` (``"bpe"`` or ``"unigram"``) and/or ``subword_size`` (pieces, specials included) ask for
+    a subword vocabulary trained on the train split (translation runs; defaults ``"bpe"`` and 8000 when only
+    the other is given); they exclude ``subword_chars`` and ``max_size``."""
     vocab = {"min_freq": as_int("data.min_freq", min_freq),
              "max_size": None if max_size is None else as_int("data.max_size", max_size),
              "lowercase": as_bool("data.lowercase", lowercase)}
     chars = None if subword_chars is None else as_int("data.subword_chars", subword_chars)
     if chars:  # None or 0: word-level
         vocab["subword_chars"] = chars
+    if subword_model is not None or subword_size is not None:
+        vocab.update(learned_subwords(subword_model, subword_size, vocab))
     return dict(structures or {}), vocab, cache
+
+
+def learned_subwords(model: str | None, size: int | None, vocab: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``subword_model`` / ``subword_size`` vocabulary options, checked (see :func:`data_options`)."""
+    from structattn.seq2seq.subword import MODELS
+
+    model = "bpe" if model is None else model
+    if model not in MODELS:
+        raise ValueError(f"data.subword_model must be one of {list(MODELS)}, got {model!r}")
+    size = 8000 if size is None else as_int("data.subword_size", size)
+    if size < 5:
+        raise ValueError(f"data.subword_size must be > 4 (the specials), got {size}")
+    clash = [name for name in ("subword_chars", "max_size") if vocab.get(name)]
+    if clash:
+        raise ValueError(f"data.subword_model / data.subword_size cannot go with data.{' or data.'.join(clash)}: "
+                         f"a trained subword vocabulary has subword_size pieces")
+    return {"subword_model": model, "subword_size": size}
 
 
 def make_setup(probes: Sequence[str] = ()) -> Setup:
@@ -152,8 +177,72 @@ def _guard_resource_reader() -> None:
         gin.config._FILE_READERS[k] = (reader, guarded)
 
 
-#: include folders already given to gin (gin.clear_config keeps them; gin has no public query for them)
-_SEARCH_PATHS: set[str] = set()
+#: The repository's configs/ (an editable install or a checkout); the second place an include is looked for.
+REPOSITORY_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+class IncludeResolver:
+    """Where ``include 'x.gin'`` is found: the folder of the file that says it (then that folder's parent and
+    grandparent, so ``configs/experiments/a.gin`` can include ``models/tiny.gin``), then the repository's
+    ``configs/``, then the working folder. An absolute path is taken as it is.
+
+    gin resolves an include against one global list of search paths, which knows nothing of the including
+    file: a user's config in another folder that includes ``configs/quickstart.gin`` failed on the latter's
+    own ``include 'runs/defaults.gin'``. This object is a gin file reader (``exists`` / ``open``) that keeps
+    the stack of files being read (gin reads an included file inside the ``with`` of the including one), put
+    first in gin's reader list for the duration of :func:`parse` (``gin.config._FILE_READERS`` is private;
+    ``gin.register_file_reader`` only appends, after gin's own reader of the working folder).
+    """
+
+    def __init__(self) -> None:
+        self.folders: list[Path] = []  # folders of the files being read, innermost last
+        self.missing: tuple[str, list[Path]] | None = None  # the last include found nowhere, and where looked
+
+    def search_folders(self) -> list[Path]:
+        """Where a relative include is looked for, in order (see the class docstring)."""
+        near = [*self.folders[-1:], *self.folders[-1].parents][:3] if self.folders else []
+        return list(dict.fromkeys([*near, REPOSITORY_CONFIGS, Path.cwd()]))
+
+    def find(self, name: str) -> Path | None:
+        folders = [Path()] if os.path.isabs(name) else self.search_folders()
+        found = next((folder / name for folder in folders if (folder / name).is_file()), None)
+        if found is not None:
+            self.missing = None
+        elif self.missing is None:  # the first miss: gin then retries the name under its other search paths
+            self.missing = (name, folders)
+        return found
+
+    def exists(self, name: str) -> bool:
+        return self.find(name) is not None
+
+    @contextlib.contextmanager
+    def open(self, name: str) -> Iterator[Any]:
+        path = self.find(name)
+        assert path is not None, name  # gin asks exists() first
+        self.folders.append(path.resolve().parent)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                yield handle
+        finally:
+            self.folders.pop()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Put this reader first in gin's list while the block runs."""
+        entry = (self.open, self.exists)
+        gin.config._FILE_READERS.insert(0, entry)
+        try:
+            yield
+        finally:
+            gin.config._FILE_READERS.remove(entry)
+
+    def not_found(self, error: OSError) -> OSError:
+        """gin's 'Unable to open file' as one line naming the include and every folder looked in."""
+        if self.missing is None:
+            return error
+        name, folders = self.missing
+        where = "it is an absolute path" if os.path.isabs(name) else "looked in " + ", ".join(map(str, folders))
+        return FileNotFoundError(f"gin include {name!r} not found; {where}")
 
 
 def _imports_of(parsed: Any) -> list[str]:
@@ -165,8 +254,9 @@ def _imports_of(parsed: Any) -> list[str]:
 
 
 def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Clear gin and load ``config_file`` plus ``bindings`` (``include`` paths resolve from the file's
-    folder and its parents, so configs can ``include 'models/tiny.gin'``).
+    """Clear gin and load ``config_file`` plus ``bindings``. An ``include`` resolves from the folder of the
+    file that says it (and its two parents), then the repository's ``configs/``, then the working folder (see
+    :class:`IncludeResolver`); an include in ``bindings`` resolves as if ``config_file`` said it.
 
     ``import`` lines (in the files or the bindings) resolve from the working folder and the installed
     packages, and are recorded as plugins (:mod:`structattn.plugins`); returns their records.
@@ -177,16 +267,17 @@ def parse(config_file: str | Path, bindings: Sequence[str] = ()) -> list[dict[st
     gin.clear_config()
     _guard_resource_reader()
     plugins.working_folder_on_path()
-    for folder in [path.resolve().parent, *path.resolve().parent.parents][:3]:
-        if str(folder) not in _SEARCH_PATHS:
-            _SEARCH_PATHS.add(str(folder))
-            gin.add_config_file_search_path(str(folder))
+    resolver = IncludeResolver()
     previous = logging.root.manager.disable
     logging.disable(logging.ERROR)  # gin logs "Path not found" for every search path it tries before the right one
     try:
-        imports = _imports_of(gin.parse_config_file(str(path)))
-        imports += gin.parse_config(list(bindings))[1]
+        with resolver.installed():
+            imports = _imports_of(gin.parse_config_file(str(path.resolve())))
+            resolver.folders.append(path.resolve().parent)  # includes among the bindings: as if the file said them
+            imports += gin.parse_config(list(bindings))[1]
         gin.finalize()
+    except OSError as err:
+        raise resolver.not_found(err) from None
     except (SyntaxError, tokenize.TokenError) as err:
         raise ValueError(f"cannot parse {str(path)!r} or the --gin-param bindings: {err}") from None
     except ModuleNotFoundError as err:  # gin re-raises it with the location added and without ``name``
