@@ -1,8 +1,12 @@
-"""Results tables: ``results.csv`` (one row per run and metric), ``significance.csv`` (one row per paired test)
-and ``results.md`` (mean +- std over seeds, then each task's differences to the reference setting with 95% CI,
-p and Holm-adjusted p; bold marks only what is significant at 0.05 after Holm).
+"""Results tables: ``results.csv`` (one row per run and metric), ``significance.csv`` (one row per paired test:
+per seed and pooled over seeds) and ``results.md`` (mean +- std over seeds, then each task's pooled differences
+to the reference setting with 95% CI, p and Holm-adjusted p; bold marks only what is significant at 0.05 after
+Holm).
 
-The tests themselves are in ``structattn.experiments.significance``.
+The tests themselves are in ``structattn.experiments.significance``: per seed, a paired test of the two runs
+(sacrebleu's ``PairedTest`` for BLEU/chrF); pooled over seeds, a cluster test whose unit is the test item with
+all its seeds' outputs (``cluster_accuracy_test``, ``cluster_corpus_test``, the latter with sacrebleu's p-value
+definitions), so that a sentence scored once per seed is not counted as several independent items.
 """
 
 from __future__ import annotations
@@ -204,7 +208,14 @@ def _extra_table(settings: dict[str, list[dict[str, Any]]], main: Sequence[str],
 
 _METHOD_WORDS = {"paired_bootstrap": "paired bootstrap", "sacrebleu_paired_bs": "sacrebleu's paired bootstrap",
                  "approximate_randomisation": "approximate randomisation (CI by paired bootstrap)",
-                 "sacrebleu_paired_ar": "sacrebleu's approximate randomisation (CI by paired bootstrap)"}
+                 "sacrebleu_paired_ar": "sacrebleu's approximate randomisation (CI by paired bootstrap)",
+                 "cluster_paired_bootstrap": "paired bootstrap over test items (each with all its seeds' outputs)",
+                 "cluster_approximate_randomisation": "approximate randomisation swapping whole test items (all "
+                                                      "seeds; CI by paired bootstrap over items)",
+                 "cluster_paired_bs": "paired bootstrap over test items (each with all its seeds' outputs; "
+                                      "sacrebleu's p-value)",
+                 "cluster_paired_ar": "approximate randomisation swapping whole test items (all seeds; sacrebleu's "
+                                      "p-value; CI by paired bootstrap over items)"}
 
 
 def _difference_cells(row: SignificanceRow) -> str:
@@ -252,8 +263,9 @@ def _size_line(tested: TaskSignificance, done: list[tuple[SignificanceRow, Paire
     reference = {r.metric: res for r, res in done}  # the reference's pooled score and SE: the same for each setting
     mde = "; ".join(f"{m.replace('_', ' ')} {minimum_detectable_effect(res.reference_se):.3f} "
                     f"(at {tested.reference}'s pooled score {res.reference_score:.3f})" for m, res in reference.items())
-    return (f"{per_seed} = {pooled.n_items} paired items per comparison, {tested.resamples} resamples. Minimum "
-            f"detectable effect (alpha {ALPHA}, power {POWER}, normal approximation): {mde}.")
+    return (f"{per_seed}; the pooled tests resample the {_count(pooled.n_items, 'test item')}, each with all its "
+            f"seeds' outputs, {tested.resamples} resamples. Minimum detectable effect (alpha {ALPHA}, power "
+            f"{POWER}, normal approximation, items as the unit): {mde}.")
 
 
 def _untested_line(tested: TaskSignificance) -> list[str]:

@@ -92,18 +92,22 @@ def test_tables_test_against_full_and_bold_only_the_significant(tmp_path):
     write_tables(records, tmp_path, resamples=200)
     text = (tmp_path / "results.md").read_text()
     assert "\n| **tree** | **0." in text and "\n| same | 0." in text and "\n| full | 0." in text  # full is the reference
-    assert "vs full — test set, pooled over seeds; paired bootstrap, 200 resamples" in text
+    assert ("vs full — test set, pooled over seeds; paired bootstrap over test items (each with all its seeds' "
+            "outputs), 200 resamples") in text
     assert "over the table's 2 comparisons" in text
     tree = next(line for line in text.splitlines() if line.startswith("| tree | test accuracy"))
     same = next(line for line in text.splitlines() if line.startswith("| same | test accuracy"))
     assert tree.count("**") == 4 and "**" not in same
-    assert "80 test items × 2 seeds = 160 paired items per comparison, 200 resamples. Minimum detectable effect" in text
+    assert ("80 test items × 2 seeds; the pooled tests resample the 80 test items, each with all its seeds' outputs, "
+            "200 resamples. Minimum detectable effect") in text
     rows = list(csv.DictReader((tmp_path / "significance.csv").open()))
     assert [(r["setting"], r["scope"]) for r in rows] == [(s, c) for s in ("tree", "same")
                                                          for c in ("seed 0", "seed 1", "pooled")]
     pooled = {r["setting"]: r for r in rows if r["scope"] == "pooled"}
     assert pooled["tree"]["significant"] == "True" and pooled["same"]["significant"] == "False"
-    assert float(pooled["tree"]["ci_low"]) > 0 and pooled["tree"]["n_items"] == "160"
+    assert float(pooled["tree"]["ci_low"]) > 0 and pooled["tree"]["n_items"] == "80"  # items, each with 2 seeds
+    assert pooled["tree"]["method"] == "cluster_paired_bootstrap"
+    assert {r["method"] for r in rows if r["scope"] != "pooled"} == {"paired_bootstrap"}
     from structattn.experiments.significance import holm
 
     want = holm([float(pooled[s]["p"]) for s in ("tree", "same")])  # one family: the task's pooled rows
@@ -158,7 +162,7 @@ def test_missing_or_unpairable_outputs_never_stop_the_tables(tmp_path):
     del old["predictions"]
     records = [with_outputs(0, "full", 0, 0.5), with_outputs(1, "tree", 0, 0.8), with_outputs(2, "full", 1, 0.5), old]
     text = markdown_text(records, reference=None)
-    assert "Left out: tree seed 1 (no per-item outputs)." in text and "80 test items × 1 seed = 80 paired items" in text
+    assert "Left out: tree seed 1 (no per-item outputs)." in text and "80 test items × 1 seed; the pooled tests resample the 80 test items" in text
     bad = with_outputs(1, "tree", 0, 0.8)
     bad["predictions"]["ids"] = list(reversed(bad["predictions"]["ids"]))
     write_tables([with_outputs(0, "full", 0, 0.5), bad], tmp_path)
@@ -189,7 +193,9 @@ def test_translation_tables_test_bleu_and_chrf(tmp_path):
 
     write_tables([run(0, "full", 0.6), run(1, "soft", 0.1)], tmp_path, resamples=100)
     text = (tmp_path / "results.md").read_text()
-    assert "| **soft** | **" in text and "sacrebleu's paired bootstrap, 100 resamples" in text
+    assert "| **soft** | **" in text and "paired bootstrap over test items (each with all its seeds' outputs; " \
+        "sacrebleu's p-value), 100 resamples" in text
     assert "| soft | bleu | **+" in text and "| soft | chrf | **+" in text
     assert "| soft | **" in text.split("| setting | chrf |")[1]  # chrF in the second table is bold too
-    assert "Minimum detectable effect (alpha 0.05, power 0.8, normal approximation): bleu " in text and "; chrf " in text
+    assert ("Minimum detectable effect (alpha 0.05, power 0.8, normal approximation, items as the unit): bleu "
+            in text) and "; chrf " in text
