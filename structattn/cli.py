@@ -94,7 +94,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
         print((Path(args.out) / "results.md").read_text())
-        print(f"wrote {args.out}/: results.csv, results.md, config.gin, comparison.json, provenance.json, runs/"
+        print(f"wrote {args.out}/: results.csv, significance.csv, results.md, config.gin, comparison.json, "
+              "provenance.json, runs/"
               + ("" if args.no_plots else ", plots/"))
     return 0
 
@@ -177,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "eval_batch_size may change; other differences from the checkpoint are refused)")
     p.set_defaults(run=cmd_train)
 
-    p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, results.md, config.gin and plots/ to --out.")
+    p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, significance.csv (paired tests against the reference setting), results.md, config.gin and plots/ to --out.")
     _gin_args(p)
     _output_flags(p, "keep the finished runs in --out whose records match this comparison, continue the others "
                      "from their last.pt")

@@ -95,8 +95,12 @@ class Comparison:
 
 def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
                    config: str = "", quiet: bool = False, context: Distributed = Distributed(),
-                   plots: bool = True, mode: str = "refuse") -> list[dict[str, Any]]:
+                   plots: bool = True, mode: str = "refuse", reference: str | None = None) -> list[dict[str, Any]]:
     """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots.
+
+    ``reference``: the setting label every other setting is tested against in ``significance.csv`` and
+    ``results.md`` (default: ``"full"`` when a setting is labelled so, else the first setting); recorded in
+    ``comparison.json`` so that ``merge`` uses the same one.
 
     ``mode`` says what to do when ``out_dir`` already holds compare outputs: ``"refuse"`` (default),
     ``"overwrite"`` them (removed first, listed on stderr), or ``"resume"``: runs whose records match the
@@ -111,7 +115,9 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     comparison.validate()
     runs = comparison.runs()
     mine = [r for r in runs if shard is None or r.index % shard[1] == shard[0]]
-    manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine)
+    if reference is not None and reference not in comparison.settings:
+        raise ValueError(f"compare reference {reference!r} is not one of the settings {list(comparison.settings)}")
+    manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
     used = check_output_folder(out, COMPARE_OUTPUTS, mode)
     done = _finished(out, manifest) if used and mode == "resume" else {}
     barrier(context)  # every process has seen the folder as it was before the main one writes
@@ -142,7 +148,7 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
             (out / "runs" / f"{spec.run_id}.json").write_text(json.dumps(record))
         records.append(record)
     if context.is_main:
-        report(records, out, len(runs), plots)
+        report(records, out, len(runs), plots, reference)
         write_provenance(out, watch, {label: data.checksum for (label, _), data in cache.items()}, finished=True,
                          kept=sorted(done))
     return records
@@ -208,10 +214,13 @@ def _data_for(spec: RunSpec, comparison: Comparison, cache: dict[tuple[str, str]
     return cache[key]
 
 
-def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool = True) -> None:
-    """Tables (and plots) of ``records``; a note says when they cover only part of the ``total`` runs."""
+def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool = True,
+           reference: str | None = None) -> None:
+    """Tables (``results.csv``, ``significance.csv``, ``results.md``; every setting tested against ``reference``,
+    see :func:`structattn.experiments.results.write_tables`) and plots of ``records``; a note says when they
+    cover only part of the ``total`` runs."""
     note = "" if len(records) == total else f"Partial: {len(records)} of {total} runs (merge the shards)."
-    write_tables(records, out, note)
+    write_tables(records, out, note, reference=reference)
     if plots and records:
         from structattn.experiments.plots import write_plots
 

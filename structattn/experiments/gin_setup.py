@@ -121,22 +121,28 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
             dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
-            mode: str = "refuse") -> list[dict[str, Any]] | Comparison:
+            mode: str = "refuse", reference: str | None = None) -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
     ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
-    (:mod:`structattn.experiments.probe_steps`)."""
+    (:mod:`structattn.experiments.probe_steps`); ``reference``: the setting label the others are tested against
+    in ``significance.csv`` and ``results.md`` (``compare.reference = "full"``; default: ``"full"`` when a
+    setting is labelled so, else the first setting), checked before any training and kept in ``comparison.json``
+    for ``merge``."""
     set_threads(threads, "compare.threads")
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
         raise ValueError(f"compare.seeds must be a list of integers, got {seeds!r}")
     seeds = [as_int(f"compare.seeds[{k}]", seed) for k, seed in enumerate(seeds)]
     comparison = Comparison.declare(tasks, settings, seeds, make_setup(probes))
+    if reference is not None and (not isinstance(reference, str) or reference not in comparison.settings):
+        raise ValueError(f"compare.reference must be one of the setting labels {list(comparison.settings)}, "
+                         f"got {reference!r}")
     if dry_run:
         comparison.dry_run()
         return comparison
     context = distributed.setup()
     try:
         return run_comparison(comparison, out_dir, shard=shard, config=gin.operative_config_str(), quiet=quiet,
-                              context=context, plots=plots, mode=mode)
+                              context=context, plots=plots, mode=mode, reference=reference)
     finally:
         distributed.teardown()
 

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 #: what ``structattn train`` writes into its folder
-TRAIN_OUTPUTS = ("record.json", "config.gin", "results.csv", "results.md", "checkpoints")
+TRAIN_OUTPUTS = ("record.json", "config.gin", "results.csv", "significance.csv", "results.md", "checkpoints")
 #: what ``structattn compare`` / ``merge`` write into theirs
-COMPARE_OUTPUTS = ("comparison.json", "provenance.json", "config.gin", "results.csv", "results.md", "runs", "plots")
+COMPARE_OUTPUTS = ("comparison.json", "provenance.json", "config.gin", "results.csv", "significance.csv", "results.md",
+                   "runs", "plots")
 MODES = ("refuse", "resume", "overwrite")
 
 

@@ -1,7 +1,9 @@
 """The manifest of a compare folder (``comparison.json``) and the run records it declares (``runs/*.json``).
 
-The manifest names the comparison (``fingerprint``), the number of runs, the shard, and the ``indices``,
-``run_ids`` and ``seeds`` of the runs the folder holds; a record belongs to the folder only when it matches
+The manifest names the comparison (``fingerprint``), the number of runs, the shard, the ``indices``, ``run_ids``
+and ``seeds`` of the runs the folder holds, and the ``reference`` setting the significance tests compare against
+(``null``, or absent in folders written before it existed: the default rule of
+:func:`structattn.experiments.results.reference_setting`); a record belongs to the folder only when it matches
 them (same fingerprint, a declared index with its run id and seed). Anything else in ``runs/`` is a stray,
 e.g. a record left by an earlier comparison, and is rejected with its file name.
 """
@@ -16,11 +18,12 @@ from structattn.experiments.spec import RunSpec
 
 
 def make_manifest(fingerprint: str, total: int, shard: tuple[int, int] | None,
-                  runs: Sequence[RunSpec]) -> dict[str, Any]:
-    """The ``comparison.json`` of a folder holding ``runs`` (of ``total``) of the comparison ``fingerprint``."""
+                  runs: Sequence[RunSpec], reference: str | None = None) -> dict[str, Any]:
+    """The ``comparison.json`` of a folder holding ``runs`` (of ``total``) of the comparison ``fingerprint``;
+    ``reference``: the setting its tables test the others against (``None``: the default rule)."""
     return {"fingerprint": fingerprint, "runs": total, "shard": list(shard) if shard else None,
             "indices": [r.index for r in runs], "run_ids": [r.run_id for r in runs],
-            "seeds": sorted({r.seed for r in runs})}
+            "seeds": sorted({r.seed for r in runs}), "reference": reference}
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

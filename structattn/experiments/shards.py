@@ -36,15 +36,17 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
           mode: str = "refuse") -> list[dict[str, Any]]:
-    """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run).
+    """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run, the
+    significance tests recomputed from the records' per-item outputs against the manifests' ``reference``;
+    manifests without one: the default reference).
 
     Every record is checked against its folder's manifest (fingerprint, declared run indices, run ids and
     seeds; see :mod:`structattn.experiments.records`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
     compare outputs, or ``"overwrite"`` them.
 
     Raises:
-        ValueError: directories of different comparisons, a stray record (named by its file), a run in two
-            directories, runs missing from every shard, or a used ``out_dir``.
+        ValueError: directories of different comparisons or references, a stray record (named by its file), a
+            run in two directories, runs missing from every shard, or a used ``out_dir``.
     """
     manifests, records = [], {}
     out = Path(out_dir)
@@ -62,6 +64,9 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     for d, m in manifests[1:]:
         if m["fingerprint"] != first["fingerprint"]:
             raise ValueError(f"{str(d)!r} holds a different comparison than {str(first_dir)!r} (config differs)")
+        if m.get("reference") != first.get("reference"):
+            raise ValueError(f"{str(d)!r} tests against reference setting {m.get('reference')!r} but "
+                             f"{str(first_dir)!r} against {first.get('reference')!r} (compare.reference differs)")
     missing = sorted(set(range(first["runs"])) - set(records))
     if missing:
         raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
@@ -78,7 +83,7 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     (out / "runs").mkdir(exist_ok=True)
     for r in ordered:
         (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
-    report(ordered, out, first["runs"], plots)
+    report(ordered, out, first["runs"], plots, reference=first.get("reference"))
     (out / "provenance.json").write_text(json.dumps({**environment(), "merged_from": {
         str(d): _read_provenance(d) for d, _ in manifests}}, indent=1))
     return ordered
