@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags
+from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags, check_not_an_input
 from structattn.progress import progress_disabled
 
 PASS_THROUGH = {
@@ -69,8 +69,16 @@ def _gin_args(parser: argparse.ArgumentParser) -> None:
     add_shared_flags(parser)
 
 
+def _config_not_in_out(args: argparse.Namespace, outputs: tuple[str, ...]) -> None:
+    """--overwrite removes structattn's outputs from --out: the config being run must not be one of them."""
+    check_not_an_input(args.out, [args.config], written=outputs)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from structattn.experiments import gin_setup
+    from structattn.experiments.outputs import TRAIN_OUTPUTS
+
+    _config_not_in_out(args, TRAIN_OUTPUTS)
 
     gin_setup.parse(args.config, _with_threads(args, "train"))
     record = gin_setup.train(args.out, quiet=_quiet(args), mode=_mode(args), dry_run=args.dry_run)
@@ -85,6 +93,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from structattn.experiments import gin_setup
     from structattn.experiments import parse_shard
+    from structattn.experiments.outputs import COMPARE_OUTPUTS
+
+    _config_not_in_out(args, COMPARE_OUTPUTS)
 
     shard = parse_shard(args.shard)
     gin_setup.parse(args.config, _with_threads(args, "compare"))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
 from structattn.progress import progress_disabled
 
@@ -102,3 +103,43 @@ def apply_shared_flags(args: argparse.Namespace, uses_torch: bool = True) -> Non
 
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
+
+
+def check_not_an_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike | None], *,
+                       written: Sequence[str] | None = None, flag: str = "--out") -> None:
+    """Refuse an output that would overwrite (or, with ``--overwrite``, remove) one of the command's inputs.
+
+    Args:
+        out: the output file, or the output folder when ``written`` is given.
+        inputs: the input files and folders (``None`` entries and paths that do not exist are skipped).
+        written: for an output folder, the names the command writes or removes in it (an input among them,
+            or inside one of them, is refused); ``None``: ``out`` is a file or a folder written as a whole (an
+            input equal to it or inside it is refused).
+
+    Raises:
+        ValueError: naming the flag, the output and the input; the same file under another name (a hard link,
+            a symlink) counts as the same.
+    """
+    out = Path(out)
+    targets = [out] if written is None else [out / name for name in written]
+    for given in inputs:
+        if given is None or not Path(given).exists():
+            continue
+        source = Path(given)
+        for target in targets:
+            if _same_file(source, target) or _inside(source, target):
+                raise ValueError(f"{flag} {str(out)!r} would overwrite the input {str(given)!r}; write the output "
+                                 "somewhere else")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return folder.is_dir() and path.resolve().is_relative_to(folder.resolve())

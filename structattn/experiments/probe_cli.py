@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Sequence
 
-from structattn.command_line import apply_shared_flags, command_parser, positive_int
+from structattn.command_line import apply_shared_flags, check_not_an_input, command_parser, positive_int
 from structattn.experiments.probe_options import PROBES, parse_layers
 
 
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from structattn.structures.readers import read_conllu
 
     out = Path(args.out)
+    check_not_an_input(out, [args.treebank, args.model], written=("probe.csv", "probe.md", "probe.png"))
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
     sentences = read_conllu(Path(args.treebank))[: args.limit]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from structattn import plugins
+from structattn.command_line import check_not_an_input
 from structattn.experiments.spec import make_providers
 from structattn.encoders import EncoderConfig, Vocab
 from structattn.progress import progress_disabled
@@ -99,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     """Translate the input named by parsed ``args``."""
     if args.beam is not None and args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    check_not_an_input(args.out, [args.input, args.checkpoint])
     loaded = load_translator(args.checkpoint)
     needs_trees = any(p.requires for p in loaded.providers.values())  # a window needs no parse
     sentences = read_input(args.input, args.format, args.parser or loaded.meta.get("parser"), needs_trees)

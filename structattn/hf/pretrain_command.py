@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from structattn.command_line import apply_shared_flags, command_parser, positive_int
+from structattn.command_line import apply_shared_flags, check_not_an_input, command_parser, positive_int
 from structattn.progress import progress_disabled
 
 
@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from structattn.hf.pretrain_config import PretrainConfig
 
     out = Path(args.out)
+    check_not_an_input(out, [args.text])
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
     data = _read(Path(args.text), args.limit)

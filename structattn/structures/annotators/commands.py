@@ -15,7 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from structattn.command_line import apply_shared_flags, command_parser, positive_int
+from structattn.command_line import apply_shared_flags, check_not_an_input, command_parser, positive_int
 from structattn.progress import progress_disabled
 from structattn.structures.annotators import ANNOTATORS, Annotator, get_annotator
 from structattn.structures.annotators.sharding import merge_shards, parse_sharded
@@ -73,6 +73,7 @@ def make_annotator(args: argparse.Namespace) -> Annotator:
 def run(args: argparse.Namespace) -> int:
     if args.processes < 1:
         raise ValueError(f"--processes must be >= 1, got {args.processes}")
+    check_not_an_input(args.out, [args.input])
     texts, ids = read_texts(args.input)
     annotator = make_annotator(args)
     annotator.options()  # fails here, before any progress bar, when a model is missing (stanza checks its files)
