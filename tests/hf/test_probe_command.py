@@ -98,7 +98,8 @@ def test_random_control_keeps_architecture_and_plan(model_dir):
 
 def test_unalignable_treebank_word_is_named(model_dir, tmp_path):
     sentences = load_bundled(4)
-    sentences[3].words[2] = "\u200b"
+    words = sentences[3].words
+    sentences[3].words = (*words[:2], "\u200b", *words[3:])  # a Sentence's words are a tuple: assign them whole
     sentences[3].id = "broken-1"
     path = tmp_path / "broken.conllu"
     write_conllu(sentences, path)
