@@ -56,7 +56,7 @@ def test_shards_merge_to_the_unsharded_tables(unsharded, tmp_path):
     assert "Partial: 1 of 2 runs" in (shards[0] / "results.md").read_text()
     merged = merge(shards, tmp_path / "merged", plots=False)
     assert [r["index"] for r in merged] == [0, 1]
-    for name in ("results.csv", "results.md", "config.gin"):
+    for name in ("results.csv", "significance.csv", "results.md", "config.gin"):
         assert (tmp_path / "merged" / name).read_text() == (out / name).read_text(), name
     with pytest.raises(ValueError, match=r"runs \[1\] are in none"):
         merge(shards[:1], tmp_path / "partial")
