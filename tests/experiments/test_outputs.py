@@ -49,7 +49,7 @@ def test_a_used_folder_is_refused(finished, tmp_path, counted):
     out = copy(finished, tmp_path)
     before = (out / "results.csv").read_text()
     with pytest.raises(ValueError, match=r"already holds structattn outputs \(comparison.json, provenance.json, config.gin, results.csv, "
-                                         r"results.md, runs\); pass --resume .* --overwrite"):
+                                         r"significance.csv, results.md, runs\); pass --resume .* --overwrite"):
         run_comparison(comparison(), out, quiet=True, plots=False)
     assert not counted and (out / "results.csv").read_text() == before
     (tmp_path / "empty").mkdir()
