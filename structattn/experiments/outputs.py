@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Sequence
 
 #: what ``structattn train`` writes into its folder
-TRAIN_OUTPUTS = ("record.json", "config.gin", "results.csv", "significance.csv", "results.md", "checkpoints")
+TRAIN_OUTPUTS = ("record.json", "config.gin", "results.csv", "significance.csv", "results.md", "checkpoints",
+                 "log.jsonl", "log.csv", "tb")
 #: what ``structattn compare`` / ``merge`` write into theirs
 COMPARE_OUTPUTS = ("comparison.json", "provenance.json", "config.gin", "results.csv", "significance.csv", "results.md",
                    "runs", "plots")

@@ -1,6 +1,8 @@
 """What the classification and the translation trainer share: the step loop over length-bucketed batches, the
 optimiser update with the divergence check, keeping the best dev weights, early stopping, and the
-``last.pt`` / ``best.pt`` checkpoints with resume.
+``last.pt`` / ``best.pt`` checkpoints with resume, and the metrics log written while training (``log.jsonl``,
+``log.csv`` and, when the ``tensorboard`` package is installed, TensorBoard scalars under ``tb/``; see
+:mod:`structattn.training.metrics_log`).
 
 Subclasses (:class:`~structattn.training.trainer.Trainer`, :class:`~structattn.training.seq2seq.Seq2SeqTrainer`)
 say how examples become batches and losses, and how dev is scored. Resuming is refused when the checkpoint
@@ -10,6 +12,7 @@ was trained with other settings (see :meth:`TrainingLoop.fit`).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +23,7 @@ from tqdm.auto import tqdm
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
+from structattn.training.metrics_log import MetricsLog
 from structattn.training.param_groups import parameter_groups
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
@@ -72,12 +76,19 @@ class TrainingLoop:
     optionally :meth:`_save` (which processes write checkpoints).
 
     Subclasses set ``seed`` (of the batch order; saved in ``last.pt`` and checked on resume), and may set
-    ``run_id`` (names the run in errors) and ``quiet``.
+    ``run_id`` (names the run in errors), ``quiet`` and ``writes_outputs`` (``False`` on the data-parallel
+    processes other than the main one: no checkpoints, no log).
+
+    With a ``checkpoint_dir``, every evaluation also appends a row to the metrics log (see :attr:`log_dir`):
+    ``log.jsonl`` and ``log.csv`` with the columns ``step, epoch, train_loss, dev_..., lr, elapsed_s``, and
+    TensorBoard scalars under ``tb/`` when ``tensorboard`` is installed (skipped silently when it is not). A
+    resumed run appends to the log, without repeating a step.
     """
 
     run_id: str | None = None
     quiet: bool = False
     seed: int = 0
+    writes_outputs: bool = True
 
     def __init__(self, model: torch.nn.Module, config: TrainConfig, checkpoint_dir: str | Path | None,
                  checkpoint_extra: dict[str, Any] | None) -> None:
@@ -87,9 +98,20 @@ class TrainingLoop:
         self.optimizer = make_optimizer(model, config)
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
-                                     "loss_count": 0}
+                                     "loss_count": 0, "elapsed_s": 0.0}
         self.result = TrainResult()
         self.best_state: dict[str, torch.Tensor] | None = None
+        self.metrics_log: MetricsLog | None = None
+        self._clock_start = time.perf_counter()
+
+    @property
+    def log_dir(self) -> Path | None:
+        """Where the metrics log goes: beside the checkpoint folder when it is named ``checkpoints`` (a run
+        folder ``out/`` with ``out/checkpoints/``: ``out/log.jsonl``), else into the checkpoint folder itself
+        (so nothing is written outside the folder given); ``None`` without a checkpoint folder."""
+        if self.checkpoint_dir is None:
+            return None
+        return self.checkpoint_dir.parent if self.checkpoint_dir.name == "checkpoints" else self.checkpoint_dir
 
     # -- hooks -----------------------------------------------------------------------------------------
     def _sampler(self, train: Sequence[Any]) -> LengthBucketSampler:
@@ -118,6 +140,22 @@ class TrainingLoop:
             data = load_checkpoint(resume)
             self._check_resumable(data, resume)
             self._restore(data)
+        self._clock_start = time.perf_counter() - self.loop.get("elapsed_s", 0.0)
+        if self.log_dir is not None and self.writes_outputs:
+            self.metrics_log = MetricsLog(self.log_dir, self.loop["step"])
+        try:
+            self._train(train, dev)
+        finally:
+            if self.metrics_log is not None:
+                self.metrics_log.close()
+                self.metrics_log = None
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        self.result.steps = self.loop["step"]
+        return self.result
+
+    def _train(self, train: Sequence[Any], dev: Sequence[Any]) -> None:
+        """The step loop, from where :attr:`loop` stands to ``max_steps`` or early stopping."""
         sampler = self._sampler(train)
         bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train", disable=self.quiet)
         stop = self.loop["step"] >= self.config.max_steps
@@ -133,10 +171,6 @@ class TrainingLoop:
             if self.loop["position"] >= len(batches):
                 self.loop["epoch"], self.loop["position"] = self.loop["epoch"] + 1, 0
         bar.close()
-        if self.best_state is not None:
-            self.model.load_state_dict(self.best_state)
-        self.result.steps = self.loop["step"]
-        return self.result
 
     def _update(self, loss: torch.Tensor) -> None:
         """One optimiser step on ``loss`` (clipped; a NaN / inf loss or gradient norm stops the run)."""
@@ -160,6 +194,9 @@ class TrainingLoop:
         """Evaluate, keep the best weights, checkpoint; True when patience has run out."""
         row, value = self._dev_row(dev)
         self.result.history.append(row)
+        self.loop["elapsed_s"] = time.perf_counter() - self._clock_start
+        if self.metrics_log is not None:
+            self.metrics_log.write(self._log_row(row))
         improved = value > self.result.best_metric
         if improved:
             self.result.best_metric, self.result.best_step = value, self.loop["step"]
@@ -171,6 +208,12 @@ class TrainingLoop:
         self._save(improved)
         self.result.stopped_early = 0 < self.config.patience <= self.loop["bad_evals"]
         return self.result.stopped_early
+
+    def _log_row(self, row: dict[str, float]) -> dict[str, float]:
+        """A history row as a metrics-log row: ``step, epoch, train_loss, dev_..., lr, elapsed_s``."""
+        rest = {k: v for k, v in row.items() if k not in ("step", "lr")}
+        return {"step": row["step"], "epoch": self.loop["epoch"], **rest, "lr": row["lr"],
+                "elapsed_s": round(self.loop["elapsed_s"], 3)}
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def _save(self, improved: bool) -> None:

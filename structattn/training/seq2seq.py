@@ -31,7 +31,8 @@ class Seq2SeqTrainer(TrainingLoop):
         device: where to train.
         dev_score: ``model -> float`` (higher is better), evaluated every ``eval_every`` steps; ``None``: dev
             token accuracy.
-        checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``.
+        checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``; the metrics log
+            (``log.jsonl``, ``log.csv``, ``tb/``) goes beside it (see :attr:`TrainingLoop.log_dir`).
         checkpoint_extra: stored in every checkpoint (``config``, ``meta``).
         quiet: no progress bars.
 

@@ -31,7 +31,8 @@ class Trainer(TrainingLoop):
         output: the task's output kind (``"sentence"``, ``"token"``, ``"pair"``), for label padding.
         seed: seed of the batch order (the caller seeds everything else with ``seed_everything``).
         context: this process's place among data-parallel processes.
-        checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``.
+        checkpoint_dir: where ``last.pt`` (resumable) and ``best.pt`` go, or ``None``; the metrics log
+            (``log.jsonl``, ``log.csv``, ``tb/``) goes beside it (see :attr:`TrainingLoop.log_dir`).
         checkpoint_extra: stored in every checkpoint (``config``: operative gin config; ``meta``: how to
             rebuild the model).
         quiet: no progress bars.
@@ -54,6 +55,7 @@ class Trainer(TrainingLoop):
         super().__init__(model.to(context.device), config, checkpoint_dir, checkpoint_extra)
         self.output, self.seed, self.context = output, seed, context
         self.quiet = quiet or not context.is_main
+        self.writes_outputs = context.is_main  # checkpoints and the metrics log: the main process only
         self.run_id = run_id
         self.network = DistributedDataParallel(self.model) if context.enabled else self.model
 
