@@ -4,12 +4,29 @@
 Records carry the same keys as classification records:
 
 * ``metrics``: ``bleu`` and ``chrf`` (test set, beam search with the task's beam / length penalty),
-  ``dev_bleu`` (best dev BLEU of greedy decoding, which picks the checkpoint), ``test_accuracy`` /
-  ``dev_accuracy`` (teacher-forced next-token accuracy: what the shared results table and plots read),
-  ``test_loss``; no ``majority_baseline``.
+  ``dev_bleu`` (best dev BLEU of greedy decoding, which picks the checkpoint; never the test set),
+  ``test_accuracy`` / ``dev_accuracy`` (teacher-forced next-token accuracy: what the shared results table and
+  plots read), ``test_loss``; no ``majority_baseline``.
 * ``bias``: the encoder's learned bias per distance bucket per layer.
 * ``predictions``: every test hypothesis and its reference (paired significance tests), and ``samples``:
   the first five.
+
+Two ways of scoring, chosen by the data:
+
+* Items with raw reference lines (``meta["target_text"]``: Multi30k) are scored as papers report them:
+  ``bleu`` is cased sacreBLEU of the Moses-detokenised hypotheses against the raw references, ``chrf`` beside
+  it, and ``bleu_tok_lower`` is lowercased BLEU of the tokenised hypotheses against the target tokens
+  (:mod:`structattn.seq2seq.metrics`); the record gets ``scores_signature`` (sacrebleu's signature of each), and
+  ``predictions`` hold the detokenised hypotheses and the raw references, so that significance tests recompute
+  the same BLEU. Dev BLEU (checkpoint choice) is the same detokenised sacreBLEU, greedy.
+* Other tasks (synthetic, PUD): hypotheses and references are tokens joined with spaces
+  (:func:`~structattn.seq2seq.metrics.corpus_scores`).
+
+Vocabularies (``Setup.vocab``, gin ``data.*``): word-level (:meth:`Vocab.build`), fixed-size chunks
+(``subword_chars``), or learned subwords (``subword_model`` ``"bpe"`` / ``"unigram"`` with ``subword_size``:
+:meth:`~structattn.seq2seq.subword.SubwordVocab.train` on the train split only, one joint vocabulary with the
+task's ``shared_vocab``). Word-level trees reach subword pieces through
+:func:`~structattn.structures.alignment.align_to_subwords`.
 """
 
 from __future__ import annotations
@@ -28,7 +45,8 @@ from structattn.experiments.runners.encoder import plan_structure_names
 from structattn.experiments.spec import Setup, make_providers, only_structures
 from structattn.experiments.translate_command import translator_from
 from structattn.seq2seq import PairExample, Seq2SeqModel, build_seq2seq, pair_batch, translate_examples
-from structattn.seq2seq.metrics import corpus_scores
+from structattn.seq2seq.metrics import corpus_scores, detokenize_words, sacrebleu_scores, tokenized_lower_bleu
+from structattn.seq2seq.subword import SubwordVocab
 from structattn.seq2seq.vocab import detokenize, reference_text, special_ids, target_vocab
 from structattn.structures.cache import StructureCache
 from structattn.structures.providers.base import StructureProvider
@@ -52,8 +70,12 @@ class TranslationData:
 
 
 def make_vocabs(task: TranslationTask, train: list[Item], options: Mapping[str, Any]) -> tuple[Vocab, Vocab]:
-    """Source and target vocabularies of the train pairs (one shared vocabulary with ``shared_vocab``)."""
+    """Source and target vocabularies of the train pairs (one shared vocabulary with ``shared_vocab``):
+    learned subwords when ``options`` name a ``subword_model`` (see :func:`subword_vocabs`), else counted
+    words or ``subword_chars`` chunks."""
     options = dict(options)
+    if "subword_model" in options or "subword_size" in options:
+        return subword_vocabs(task, train, options)
     chars = options.pop("subword_chars", None)
     splitter = ChunkSplitter(chars) if chars else None
     sources, targets = [task.inputs(x) for x in train], [task.label(x) for x in train]
@@ -65,6 +87,32 @@ def make_vocabs(task: TranslationTask, train: list[Item], options: Mapping[str, 
         return source, target_vocab(targets, splitter=splitter, **options)
     except TypeError as err:
         raise ValueError(f"bad vocabulary options {options}: {err}") from None
+
+
+def subword_vocabs(task: TranslationTask, train: list[Item], options: Mapping[str, Any]) -> tuple[Vocab, Vocab]:
+    """BPE or unigram vocabularies (:meth:`SubwordVocab.train`) of the train pairs only: one trained on sources
+    and targets together with ``shared_vocab``, else one per side.
+
+    Args:
+        options: ``subword_model`` (default ``"bpe"``), ``subword_size`` (pieces, specials included; default
+            8000), ``lowercase``; ``min_freq`` is the counted vocabularies' option and is not used.
+
+    Raises:
+        ValueError: ``subword_chars`` or ``max_size`` given too (name the conflict), or a bad model / size.
+    """
+    options = dict(options)
+    clash = sorted(k for k in ("subword_chars", "max_size") if options.get(k))
+    if clash:
+        raise ValueError(f"vocabulary options {clash} cannot go with subword_model: the trained vocabulary's size "
+                         f"is subword_size (got {options})")
+    model, size = options.get("subword_model") or "bpe", options.get("subword_size") or 8000
+    lowercase = bool(options.get("lowercase", True))
+    sources, targets = [task.inputs(x) for x in train], [task.label(x) for x in train]
+    if task.seq2seq.shared_vocab:
+        shared = SubwordVocab.train(sources + targets, vocab_size=size, model=model, lowercase=lowercase)
+        return shared, shared
+    return (SubwordVocab.train(sources, vocab_size=size, model=model, lowercase=lowercase),
+            SubwordVocab.train(targets, vocab_size=size, model=model, lowercase=lowercase))
 
 
 def prepare_translation(task: TranslationTask, providers: Mapping[str, StructureProvider],
@@ -96,7 +144,8 @@ def build_translation_model(task: TranslationTask, source_size: int, target_size
 
 def translate_split(model: Seq2SeqModel, data: TranslationData, split: str, *, beam: int, device: Any = "cpu",
                     quiet: bool = True) -> tuple[list[str], list[str]]:
-    """``split`` decoded with ``beam`` (1: greedy): the hypotheses and their references, as text."""
+    """``split`` decoded with ``beam`` (1: greedy): the hypotheses and their references, as text (tokens joined
+    with spaces)."""
     ids = translate_examples(model, data.examples[split], data.task.seq2seq, beam=beam, device=device, quiet=quiet,
                              desc=f"translate {split}")
     hyps = [detokenize(h, data.target_vocab) for h in ids]
@@ -104,11 +153,65 @@ def translate_split(model: Seq2SeqModel, data: TranslationData, split: str, *, b
     return hyps, refs
 
 
+@dataclass
+class Scored:
+    """A split decoded and scored: ``metrics`` (``bleu``, ``chrf``, and ``bleu_tok_lower`` for raw
+    references), the hypotheses and references the scores read, and sacrebleu's signatures (raw references
+    only, else empty)."""
+
+    metrics: dict[str, float]
+    hyps: list[str]
+    refs: list[str]
+    signature: dict[str, str]
+
+
+def has_raw_references(items: Sequence[Item]) -> bool:
+    """Whether every item carries its raw reference line (``meta["target_text"]``)."""
+    return bool(items) and all(isinstance(x.meta.get("target_text"), str) for x in items)
+
+
+def hypothesis_words(ids: Sequence[int], vocab: Vocab) -> list[str]:
+    """The target words of hypothesis ``ids`` (``##`` pieces glued to the piece before), exactly the words
+    ``structattn translate`` writes (:func:`~structattn.seq2seq.vocab.detokenize`, for every kind of
+    vocabulary)."""
+    return detokenize(ids, vocab).split()
+
+
+def target_language(task: TranslationTask) -> str:
+    """The target language code the Moses detokeniser needs (the task's ``tgt``)."""
+    lang = getattr(task, "tgt", None)
+    if not isinstance(lang, str):
+        raise ValueError(f"task {task.name!r}: its items carry raw references (meta['target_text']) but the task "
+                         f"names no target language (attribute 'tgt') to detokenise hypotheses with")
+    return lang
+
+
+def score_split(model: Seq2SeqModel, data: TranslationData, split: str, *, beam: int, device: Any = "cpu",
+                quiet: bool = True) -> Scored:
+    """``split`` decoded with ``beam`` (1: greedy) and scored as the module docstring says (raw references:
+    detokenised sacreBLEU, chrF and tokenised lowercased BLEU; otherwise tokenised BLEU and chrF)."""
+    items = data.items[split]
+    if not has_raw_references(items):
+        hyps, refs = translate_split(model, data, split, beam=beam, device=device, quiet=quiet)
+        return Scored(corpus_scores(hyps, refs), hyps, refs, {})
+    ids = translate_examples(model, data.examples[split], data.task.seq2seq, beam=beam, device=device, quiet=quiet,
+                             desc=f"translate {split}")
+    words = [hypothesis_words(h, data.target_vocab) for h in ids]
+    lang = target_language(data.task)
+    hyps, refs = [detokenize_words(w, lang) for w in words], [x.meta["target_text"] for x in items]
+    cased = sacrebleu_scores(hyps, refs)
+    tokenised = tokenized_lower_bleu(words, [data.task.label(x) for x in items])
+    metrics = {"bleu": cased["bleu"], "chrf": cased["chrf"], "bleu_tok_lower": tokenised["bleu_tok_lower"]}
+    signature = {"bleu": cased["bleu_signature"], "chrf": cased["chrf_signature"],
+                 "bleu_tok_lower": tokenised["bleu_tok_lower_signature"]}
+    return Scored(metrics, hyps, refs, signature)
+
+
 def score_translations(model: Seq2SeqModel, data: TranslationData, split: str, *, beam: int, device: Any = "cpu",
                        quiet: bool = True) -> tuple[dict[str, float], list[str]]:
-    """BLEU and chrF of ``split`` decoded with ``beam`` (1: greedy), and the hypotheses."""
-    hyps, refs = translate_split(model, data, split, beam=beam, device=device, quiet=quiet)
-    return corpus_scores(hyps, refs), hyps
+    """The scores of ``split`` decoded with ``beam`` (1: greedy; see :func:`score_split`), and the hypotheses."""
+    scored = score_split(model, data, split, beam=beam, device=device, quiet=quiet)
+    return scored.metrics, scored.hyps
 
 
 @register_runner("seq2seq")
@@ -160,29 +263,30 @@ class Seq2SeqRunner(Runner):
                                  checkpoint_extra={"config": job.config, "meta": self.meta(job)})
         result = trainer.fit(view.examples["train"], view.examples["dev"], resume=job.resume)
         test = trainer.evaluate(view.examples["test"])
-        hyps, refs = translate_split(model, view, "test", beam=data.task.seq2seq.beam, device=device, quiet=job.quiet)
-        scores = corpus_scores(hyps, refs)
+        scored = score_split(model, view, "test", beam=data.task.seq2seq.beam, device=device, quiet=job.quiet)
+        hyps, refs = scored.hyps, scored.refs
         if job.out_dir is not None:
             job.out_dir.mkdir(parents=True, exist_ok=True)
             (job.out_dir / "test.hyp.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-        metrics = {"bleu": scores["bleu"], "chrf": scores["chrf"], "dev_bleu": result.best_metric,
-                   "test_accuracy": test["accuracy"], "dev_accuracy": trainer.evaluate(view.examples["dev"])["accuracy"],
-                   "test_loss": test["loss"]}
+        metrics = {**scored.metrics, "dev_bleu": result.best_metric, "test_accuracy": test["accuracy"],
+                   "dev_accuracy": trainer.evaluate(view.examples["dev"])["accuracy"], "test_loss": test["loss"]}
         ids = [x.id for x in data.items["test"]]
-        return {"metrics": metrics, "history": result.history, "best_step": result.best_step, "steps": result.steps,
-                "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
-                "bias": bias_records(model), "heatmap": None,
-                "predictions": {"split": "test", "ids": ids, "hyp": hyps, "ref": refs},
-                "samples": [{"id": i, "hyp": h, "ref": r} for i, h, r in list(zip(ids, hyps, refs))[:5]]}
+        record = {"metrics": metrics, "history": result.history, "best_step": result.best_step, "steps": result.steps,
+                  "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
+                  "bias": bias_records(model), "heatmap": None,
+                  "predictions": {"split": "test", "ids": ids, "hyp": hyps, "ref": refs},
+                  "samples": [{"id": i, "hyp": h, "ref": r} for i, h, r in list(zip(ids, hyps, refs))[:5]]}
+        return {**record, "scores_signature": scored.signature} if scored.signature else record
 
     def evaluate(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
                  items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, float]:
         """Score the checkpoint (rebuilt as ``structattn translate`` rebuilds it: plan, model, both vocabularies)
-        on ``split`` as the run did: teacher-forced ``loss`` and ``accuracy``, and ``bleu`` / ``chrf`` of beam
-        search with the task's beam and length penalty."""
+        on ``split`` as the run did: teacher-forced ``loss`` and ``accuracy``, and ``bleu`` / ``chrf`` (plus
+        ``bleu_tok_lower`` for raw references, see :func:`score_split`) of beam search with the task's beam and
+        length penalty."""
         loaded = translator_from(checkpoint)
         data = prepare_translation(task, loaded.providers, {}, quiet=quiet, vocab=loaded.source,  # type: ignore[arg-type]
                                    target=loaded.target, items={split: items[split]})
         scores = teacher_forced_scores(loaded.model, data.examples[split])
-        bleu, _ = score_translations(loaded.model, data, split, beam=data.task.seq2seq.beam, quiet=quiet)
-        return {**scores, "bleu": bleu["bleu"], "chrf": bleu["chrf"]}
+        scored = score_split(loaded.model, data, split, beam=data.task.seq2seq.beam, quiet=quiet)
+        return {**scores, **scored.metrics}
