@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags, check_not_an_input
+from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags
 from structattn.progress import progress_disabled
 
 PASS_THROUGH = {
@@ -69,19 +69,11 @@ def _gin_args(parser: argparse.ArgumentParser) -> None:
     add_shared_flags(parser)
 
 
-def _config_not_in_out(args: argparse.Namespace, outputs: tuple[str, ...]) -> None:
-    """--overwrite removes structattn's outputs from --out: the config being run must not be one of them."""
-    check_not_an_input(args.out, [args.config], written=outputs)
-
-
 def cmd_train(args: argparse.Namespace) -> int:
-    from structattn.experiments import gin_setup
-    from structattn.experiments.outputs import TRAIN_OUTPUTS
+    from structattn import api
 
-    _config_not_in_out(args, TRAIN_OUTPUTS)
-
-    gin_setup.parse(args.config, _with_threads(args, "train"))
-    record = gin_setup.train(args.out, quiet=_quiet(args), mode=_mode(args), dry_run=args.dry_run)
+    record = api.train(Path(args.config), args.out, overrides=args.gin_param, mode=_mode(args), quiet=_quiet(args),
+                       threads=args.threads, dry_run=args.dry_run)
     if record is None:
         print("config OK: model built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
@@ -91,16 +83,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from structattn.experiments import gin_setup
-    from structattn.experiments import parse_shard
-    from structattn.experiments.outputs import COMPARE_OUTPUTS
+    from structattn import api
 
-    _config_not_in_out(args, COMPARE_OUTPUTS)
-
-    shard = parse_shard(args.shard)
-    gin_setup.parse(args.config, _with_threads(args, "compare"))
-    result = gin_setup.compare(args.out, shard=shard, quiet=_quiet(args), dry_run=args.dry_run,
-                               plots=not args.no_plots, mode=_mode(args))
+    result = api.compare(Path(args.config), args.out, overrides=args.gin_param, mode=_mode(args), shard=args.shard,
+                         quiet=_quiet(args), plots=not args.no_plots, threads=args.threads, dry_run=args.dry_run)
     if args.dry_run:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
@@ -109,12 +95,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
               "provenance.json, runs/"
               + ("" if args.no_plots else ", plots/"))
     return 0
-
-
-def _with_threads(args: argparse.Namespace, root: str) -> list[str]:
-    """The ``--gin-param`` bindings, plus ``ROOT.threads`` when ``--threads`` was given (it wins over the
-    config's own binding)."""
-    return list(args.gin_param) + ([f"{root}.threads = {args.threads}"] if args.threads is not None else [])
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

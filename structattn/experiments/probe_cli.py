@@ -41,28 +41,52 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Probe the model named by parsed ``args`` and write the outputs."""
+    out = Path(args.out)
+    probe(args.model, args.treebank, out, probes=args.probes, layers=args.layers, control=args.control,
+          limit=args.limit, test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
+          overwrite=args.overwrite, quiet=args.quiet)
+    print((out / "probe.md").read_text())
+    print(f"wrote {out}/: probe.csv, probe.md, probe.png")
+    return 0
+
+
+def probe(model: str | Path, treebank: str | Path, out: str | Path, *, probes: str | Sequence[str] = PROBES,
+          layers: str | Sequence[int] | None = None, control: bool = True, limit: int | None = None,
+          test_fraction: float = 0.25, epochs: int = 30, seed: int = 0, overwrite: bool = False,
+          quiet: bool = False) -> list[dict[str, Any]]:
+    """What ``structattn probe`` does, printing nothing (``structattn.probe`` in Python): probe ``model`` (an
+    HF model directory or a structattn checkpoint file) on ``treebank`` and write ``probe.csv``, ``probe.md``
+    and ``probe.png`` into ``out``; returns the rows of ``probe.csv``. ``probes``: names or a comma list;
+    ``layers``: ``None`` / ``"all"``, layer numbers, or the ``--layers`` syntax (``"0,2-4"``).
+
+    Raises:
+        ValueError: ``out`` is not empty and ``overwrite`` is false, ``out`` would overwrite an input, a count
+            is below 1, or the model is neither an HF directory nor a checkpoint.
+    """
     from structattn.experiments.probe_command import write_outputs
     from structattn.progress import progress_disabled
     from structattn.structures.readers import read_conllu
 
-    out = Path(args.out)
-    check_not_an_input(out, [args.treebank, args.model], written=("probe.csv", "probe.md", "probe.png"))
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
+    out = Path(out)
+    check_not_an_input(out, [treebank, model], written=("probe.csv", "probe.md", "probe.png"))
+    for name, value in (("limit", limit), ("epochs", epochs)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if out.exists() and any(out.iterdir()) and not overwrite:
         raise ValueError(f"{out} is not empty; pass --overwrite to write into it")
-    sentences = read_conllu(Path(args.treebank))[: args.limit]
-    options = dict(probes=[p.strip() for p in args.probes.split(",") if p.strip()], layers=parse_layers(args.layers),
-                   test_fraction=args.test_fraction, epochs=args.epochs, seed=args.seed,
-                   progress=not progress_disabled(args.quiet))
-    if Path(args.model).is_file():  # a structattn checkpoint (best.pt / last.pt of train or compare)
+    sentences = read_conllu(Path(treebank))[:limit]
+    names = probes.split(",") if isinstance(probes, str) else probes
+    options = dict(probes=[p.strip() for p in names if p.strip()],
+                   layers=parse_layers(layers) if isinstance(layers, str) else layers,
+                   test_fraction=test_fraction, epochs=epochs, seed=seed, progress=not progress_disabled(quiet))
+    if Path(model).is_file():  # a structattn checkpoint (best.pt / last.pt of train or compare)
         from structattn.experiments.probe_checkpoint import probe_checkpoint
 
-        rows = probe_checkpoint(args.model, sentences, control=args.control, **options)
+        rows = probe_checkpoint(str(model), sentences, control=control, **options)
     else:
-        rows = _probe_hf_directory(args.model, sentences, args.control, options)
+        rows = _probe_hf_directory(str(model), sentences, control, options)
     write_outputs(rows, out)
-    print((out / "probe.md").read_text())
-    print(f"wrote {out}/: probe.csv, probe.md, probe.png")
-    return 0
+    return rows
 
 
 def _probe_hf_directory(path: str, sentences: list[Any], control: bool,
