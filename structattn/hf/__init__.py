@@ -17,13 +17,18 @@ _NAMES = {
     "attach": "attach", "attached_layers": "attach", "Encoded": "collator", "StructureCollator": "collator",
     "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
     "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
-    "local_model": "local_models",
+    "local_model": "local_models", "register_auto_classes": "auto", "mark_attached": "auto",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
 
+from structattn.hf import auto as _auto  # noqa: E402  (light: imports transformers only when it is used)
+
+_auto.install()  # AutoConfig/AutoModel* learn the structattn_<family> types (see structattn.hf.auto)
+
 if TYPE_CHECKING:  # static checkers see the eager imports
     from structattn.hf.attach import attach, attached_layers
+    from structattn.hf.auto import mark_attached, register_auto_classes
     from structattn.hf.collator import Encoded, StructureCollator
     from structattn.hf.families import supported_families
     from structattn.hf.interface import structures

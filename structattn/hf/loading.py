@@ -10,9 +10,10 @@ import torch
 from torch import nn
 
 from structattn.hf.attach import CONFIG_KEY, attach
+from structattn.hf.interface import base_of
 from structattn.hf.local_models import ModelNotFoundError
 
-__all__ = ["ModelNotFoundError", "check_model_files", "from_pretrained"]
+__all__ = ["ModelNotFoundError", "attach_saved", "check_model_files", "from_pretrained", "load_attached"]
 
 
 def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any = None, **hf_options: Any) -> nn.Module:
@@ -47,17 +48,57 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
     saved = config.get(CONFIG_KEY)
     if saved and plan is not None and plan != saved["plan"]:
         raise ValueError(f"{path} was saved with plan {saved['plan']!r}; got plan={plan!r}")
-    cls = model_class or _saved_class(config)
+    cls = _concrete_class(model_class, config) if model_class is not None else _saved_class(config)
     if saved:
-        hf_options.setdefault("attn_implementation", saved.get("base_attention", "sdpa"))
+        return load_attached(cls, path, **hf_options)
+    model = cls.from_pretrained(str(path), **hf_options)
+    return attach_saved(model, {"plan": plan}) if plan is not None else model
+
+
+def load_attached(family_class: Any, path: str | Path, *args: Any, config: Any = None, **hf_options: Any) -> nn.Module:
+    """Load an attached folder into ``family_class`` (a transformers class such as ``BertForTokenClassification``)
+    and re-attach its saved plan and parameters; the route of both :func:`from_pretrained` and the Auto classes
+    (:mod:`structattn.hf.auto`).
+
+    The model is built without its structattn parameters (transformers' loader would meet keys it does not know;
+    its note about them is silenced), attached on the device of its weights, and the saved ``*.structattn.*``
+    tensors are copied in; a missing one is an error. The base attention is the saved one (``sdpa`` or
+    ``eager``) unless ``attn_implementation`` is given.
+
+    Args:
+        family_class: the transformers class to build.
+        path: the local folder. config: its config as already read (``AutoModel`` passes it), or ``None``.
+        hf_options: passed to ``family_class.from_pretrained``.
+
+    Raises:
+        ValueError: the folder was not saved attached, or lacks structattn parameters of its plan.
+    """
+    from structattn.hf.auto import split_config
+
+    path = Path(path)
+    if config is None:
+        config = family_class.config_class.from_dict(check_model_files(path))
+    plain, saved = split_config(config)
+    if not saved:
+        raise ValueError(f"{path}: config.json has no {CONFIG_KEY!r} entry, so the model was not saved attached")
+    if hf_options.get("attn_implementation") is None:
+        hf_options["attn_implementation"] = base_of(plain._attn_implementation or saved.get("base_attention"))
     with _quiet_unexpected_keys():
-        model = cls.from_pretrained(str(path), **hf_options)
-    if saved:
+        model = family_class.from_pretrained(str(path), *args, config=plain, **hf_options)
+    attach_saved(model, saved)
+    _load_structattn_weights(model, path)
+    return model
+
+
+def attach_saved(model: nn.Module, saved: dict[str, Any]) -> nn.Module:
+    """Attach ``saved["plan"]`` (with its ``structure_fields`` when recorded) and mark the config so that
+    ``save_pretrained`` writes the structattn model type (:func:`structattn.hf.auto.mark_attached`)."""
+    from structattn.hf.auto import mark_attached
+
+    if getattr(model.config, CONFIG_KEY, None):
         delattr(model.config, CONFIG_KEY)
-        attach(model, saved["plan"], structure_fields=saved.get("structure_fields"))
-        _load_structattn_weights(model, path)
-    elif plan is not None:
-        attach(model, plan)
+    attach(model, saved["plan"], structure_fields=saved.get("structure_fields"))
+    mark_attached(model)
     return model
 
 
@@ -96,10 +137,28 @@ def check_model_files(path: Path) -> dict[str, Any]:
 
 
 def _saved_class(config: dict[str, Any]) -> Any:
+    """The class named by ``architectures[0]``, else the family's ``AutoModel`` class."""
     import transformers
 
     names = config.get("architectures") or []
-    return getattr(transformers, names[0]) if names and hasattr(transformers, names[0]) else transformers.AutoModel
+    if names and hasattr(transformers, names[0]):
+        return getattr(transformers, names[0])
+    return _concrete_class(transformers.AutoModel, config)
+
+
+def _concrete_class(cls: Any, config: dict[str, Any]) -> Any:
+    """``cls``, or for an Auto class the family's class it maps this ``config.json`` to (an attached type is
+    read as its family's)."""
+    if not hasattr(cls, "_model_mapping"):
+        return cls
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from structattn.hf.auto import base_model_type
+
+    family = base_model_type(str(config.get("model_type", "")))
+    if family not in CONFIG_MAPPING:
+        raise ValueError(f"config.json has model_type {config.get('model_type')!r}, which transformers does not know")
+    return cls._model_mapping[CONFIG_MAPPING[family]]
 
 
 def _load_structattn_weights(model: nn.Module, path: Path) -> None:
