@@ -149,3 +149,24 @@ def test_translate_raw_english_with_the_recorded_parser(compared, capsys):
                      "--beam", str(BEAM), "--quiet"]) == 0
     lines = german.read_text(encoding="utf-8").splitlines()
     assert [detokenize_words(line.split(), "de") for line in lines] == record["predictions"]["hyp"]
+
+
+def test_word_trees_reach_the_subword_pieces(tmp_path):
+    """Every piece inherits its word's tree distances (``align_to_subwords``): for each pair of pieces, the
+    aligned distance is the word-level distance of their words (0 within a word)."""
+    from structattn.structures import get_provider
+
+    task = get_task("translation_multi30k", path=str(FIXTURE), cache_dir=str(tmp_path), shared_vocab=True)
+    provider = get_provider("dependency")
+    data = runner.prepare_translation(task, {"dependency": provider}, {"subword_model": "bpe", "subword_size": 120,
+                                                                       "lowercase": False}, quiet=True)
+    cut = 0
+    for item, example in zip(data.items["test"], data.examples["test"]):
+        _, word_of = data.vocab.encode(list(item.words))
+        words = provider(item).distance
+        pieces = example.structures["dependency"].distance
+        assert pieces.shape == (len(example.input_ids),) * 2
+        expected = words[torch.tensor(word_of)][:, torch.tensor(word_of)]
+        assert torch.equal(pieces, expected), item.id
+        cut += len(word_of) > len(item.words)
+    assert cut >= 10  # a 120-piece vocabulary cuts most test sentences' words
