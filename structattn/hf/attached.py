@@ -12,6 +12,7 @@ from torch import nn
 
 from structattn.attention.base import StructuredAttention
 from structattn.encoders.plan import HeadGroup
+from structattn.hf.model_terms import attend_with_model_terms
 from structattn.structures.structure import Structure
 
 
@@ -27,8 +28,14 @@ class AttachedAttention(nn.Module):
         groups: the layer's head groups, in head order.
         variants: one module per group, built for ``group.num_heads`` heads.
 
+    The model's own score terms of the layer, when it has any (T5's position bias, DeBERTa's disentangled
+    scores, ModernBERT's sliding window), come as ``model_bias`` / ``model_allowed`` and are kept: each group
+    adds its variant's bias to them and intersects its allowed keys with them
+    (:func:`~structattn.hf.model_terms.attend_with_model_terms`).
+
     Shapes:
-        q, k, v: (b, h, n, d); token_mask: (b, n); hidden: (b, n, d_model) or None; returns out (b, h, n, d) and,
+        q, k, v: (b, h, n, d); token_mask: (b, n); hidden: (b, n, d_model) or None; model_bias: (b or 1, h or 1,
+        n, n) or None; model_allowed: bool broadcastable to (b, h, n, n) or None; returns out (b, h, n, d) and,
         with ``return_weights``, weights (b, h, n, n) (the groups' heads in order).
     """
 
@@ -54,6 +61,8 @@ class AttachedAttention(nn.Module):
         token_mask: torch.Tensor,
         structures: Mapping[str, Structure] | None,
         return_weights: bool = False,
+        model_bias: torch.Tensor | None = None,
+        model_allowed: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         hidden, self.hidden = self.hidden, None
         if self.needs_hidden and hidden is None:
@@ -63,9 +72,14 @@ class AttachedAttention(nn.Module):
             heads = slice(start, start + group.num_heads)
             start += group.num_heads
             structure = self._structure(group, structures, token_mask)
-            result = module(q[:, heads], k[:, heads], v[:, heads], structure, hidden=hidden,
-                            return_weights=return_weights)
-            out, w = result if return_weights else (result, None)
+            if model_bias is None and model_allowed is None:
+                result = module(q[:, heads], k[:, heads], v[:, heads], structure, hidden=hidden,
+                                return_weights=return_weights)
+                out, w = result if return_weights else (result, None)
+            else:
+                bias = None if model_bias is None else model_bias[:, heads] if model_bias.shape[1] > 1 else model_bias
+                out, w = attend_with_model_terms(module, q[:, heads], k[:, heads], v[:, heads], structure, bias,
+                                                 model_allowed, return_weights)
             outs.append(out)
             weights.append(w)
         out = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0]

@@ -61,11 +61,26 @@ def structures(model: nn.Module, batch: Mapping[str, Structure]) -> Iterator[Non
     """Within the block, attached layers of ``model`` read ``batch`` (name -> batched Structure) when the
     forward call carries no ``structures=`` keyword (for callers that cannot pass extra keywords)."""
     del model  # the structures are per call, not per model; the argument documents which model reads them
-    token = _ACTIVE.set(dict(batch))
+    token = activate(batch)
     try:
         yield
     finally:
-        _ACTIVE.reset(token)
+        deactivate(token)
+
+
+def activate(batch: Mapping[str, Structure]) -> contextvars.Token:
+    """Make ``batch`` the structures attached layers read when a call carries none; undo with :func:`deactivate`."""
+    return _ACTIVE.set(dict(batch))
+
+
+def deactivate(token: contextvars.Token) -> None:
+    """Undo one :func:`activate`."""
+    _ACTIVE.reset(token)
+
+
+def active_structures() -> Mapping[str, Structure] | None:
+    """The structures set by :func:`structures` / :func:`activate`, or ``None``."""
+    return _ACTIVE.get()
 
 
 def _dispatcher(base: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
@@ -104,22 +119,68 @@ def _attend(
     dropout: float = 0.0,
     structures: Mapping[str, Structure] | None = None,
     output_attentions: bool | None = None,
+    position_bias: torch.Tensor | None = None,
+    sliding_window: int | None = None,
     **_: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Run the attached variants; HF wants ``(out (b, n, h, d), weights (b, h, n, n) or None)``.
+
+    The model's own terms are kept: a ``scaling`` other than the variants' ``d ** -0.5`` (T5: 1) is folded
+    into q; T5's ``position_bias`` (1 or b, h, n, n) is added to the scores; on a layer the model calls with
+    a ``sliding_window`` (ModernBERT's local layers) the mask it hands over (padding and window) restricts
+    every group's keys (:mod:`structattn.hf.model_terms`).
 
     ``dropout`` (the config's attention-probability dropout in training) is not applied: structattn variants
     have no dropout on attention weights.
     """
     del dropout
-    d = query.shape[-1]
-    if scaling is not None and abs(scaling - d**-0.5) > 1e-9 * d**-0.5:
-        raise ValueError(f"layer {attached.layer}: the model scales scores by {scaling}, structattn variants by d**-0.5")
+    query = scaled_query(query, scaling)
     if structures is None:
-        structures = _ACTIVE.get()
-    token_mask = key_padding_from_mask(attention_mask, query.shape[0], query.shape[-2], query.device)
-    out, weights = attached(query, key, value, token_mask, structures, return_weights=bool(output_attentions))
+        structures = active_structures()
+    b, _, n, _ = query.shape
+    token_mask, window = padding_and_window(attention_mask, b, n, query.device, windowed=sliding_window is not None)
+    out, weights = attached(query, key, value, token_mask, structures, return_weights=bool(output_attentions),
+                            model_bias=position_bias, model_allowed=window)
     return out.transpose(1, 2).contiguous(), weights
+
+
+def scaled_query(query: torch.Tensor, scaling: float | None) -> torch.Tensor:
+    """``query`` times ``scaling * sqrt(d)``, so that the variants' ``q . k / sqrt(d)`` is the model's
+    ``scaling * q . k`` (unchanged when ``scaling`` is ``None`` or ``d ** -0.5``).
+
+    Shapes:
+        query ``(b, h, n, d)``.
+    """
+    d = query.shape[-1]
+    if scaling is None or abs(scaling - d**-0.5) <= 1e-9 * d**-0.5:
+        return query
+    return query * (scaling * d**0.5)
+
+
+def padding_and_window(
+    attention_mask: torch.Tensor | None, b: int, n: int, device: torch.device, windowed: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``token_mask`` (b, n) and, on a sliding-window layer, the model's allowed pairs (b, 1, n, n).
+
+    On a windowed layer the mask differs between queries by design: the real keys are read from its diagonal
+    (every real token may attend to itself) and the whole mask is returned, to be intersected with each
+    variant's allowed keys. Elsewhere it is :func:`key_padding_from_mask` and the window is ``None``.
+
+    Raises:
+        ValueError: a mask that differs between queries on a layer without a sliding window (causal).
+    """
+    if not windowed or attention_mask is None:
+        return key_padding_from_mask(attention_mask, b, n, device), None
+    allowed = allowed_pairs(attention_mask).expand(b, 1, n, n)
+    return allowed[:, 0].diagonal(dim1=-2, dim2=-1), allowed
+
+
+def allowed_pairs(attention_mask: torch.Tensor) -> torch.Tensor:
+    """The pairs a 4-d HF mask allows: a bool mask as is (the ``sdpa`` form), an additive float one where it
+    is above half the dtype's minimum (the ``eager`` form, 0 or the minimum)."""
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
 
 
 def key_padding_from_mask(
@@ -136,8 +197,7 @@ def key_padding_from_mask(
     """
     if attention_mask is None:
         return torch.ones(b, n, dtype=torch.bool, device=device)
-    allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask > torch.finfo(attention_mask.dtype).min / 2
-    allowed = allowed.expand(b, 1, n, n)[:, 0]  # (b, n, n)
+    allowed = allowed_pairs(attention_mask).expand(b, 1, n, n)[:, 0]  # (b, n, n)
     token_mask = allowed[:, 0]
     if not bool((allowed == token_mask[:, None, :]).all()):
         raise ValueError(

@@ -188,11 +188,12 @@ def test_eager_base_returns_weights(tokenizer, short_sentences):
 
 
 def test_unsupported_architecture_is_named():
-    from transformers import DebertaV2Config, DebertaV2Model
+    """DeBERTa v1 (DeBERTa-v2/v3 is supported: tests/hf/test_families.py)."""
+    from transformers import DebertaConfig, DebertaModel
 
-    model = DebertaV2Model(DebertaV2Config(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                           intermediate_size=37))
-    with pytest.raises(ValueError, match="DebertaV2Model"):
+    model = DebertaModel(DebertaConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       intermediate_size=37))
+    with pytest.raises(ValueError, match="DebertaModel"):
         H.attach(model, "soft_bias(dependency)")
 
 
