@@ -18,6 +18,7 @@ _NAMES = {
     "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
     "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
     "local_model": "local_models", "register_auto_classes": "auto", "mark_attached": "auto",
+    "lora_config": "lora",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # static checkers see the eager imports
     from structattn.hf.interface import structures
     from structattn.hf.loading import from_pretrained
     from structattn.hf.local_models import local_model
+    from structattn.hf.lora import lora_config
     from structattn.hf.pretrain import pretrain_mlm
     from structattn.hf.pretrain_config import PretrainConfig
     from structattn.hf.tokenizer import train_wordpiece

@@ -46,6 +46,32 @@ class Encoded:
         word_mask = torch.arange(index.shape[1])[None, :] < torch.tensor(lengths)[:, None]
         return index, word_mask
 
+    def token_labels(self, word_labels: Sequence[Sequence[int]], ignore_index: int = -100) -> torch.Tensor:
+        """Word-level labels on each word's first token, ``ignore_index`` elsewhere (later pieces, special
+        tokens, padding): the ``labels`` of a transformers token-classification head.
+
+        Args:
+            word_labels: per sentence, one label per word (words cut by truncation are skipped).
+
+        Shapes:
+            returns (b, n) long, n as ``batch["input_ids"]``.
+
+        Raises:
+            ValueError: a sentence has fewer labels than words that have tokens (the sentence is named by index).
+        """
+        n = self.batch["input_ids"].shape[1]
+        out = torch.full((len(self.word_ids), n), ignore_index, dtype=torch.long)
+        for k, (ids, labels) in enumerate(zip(self.word_ids, word_labels)):
+            if _num_words(ids) > len(labels):
+                raise ValueError(f"sentence {k} of the batch has {_num_words(ids)} words with tokens but "
+                                 f"{len(labels)} labels")
+            seen: set[int] = set()
+            for t, w in enumerate(ids):
+                if w is not None and w not in seen:
+                    seen.add(w)
+                    out[k, t] = int(labels[w])
+        return out
+
 
 class StructureCollator:
     """Tokenize pre-split sentences and align each provider's word structure to the tokens.
