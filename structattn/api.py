@@ -72,8 +72,9 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
         check_not_an_input(out, [path], written=COMPARE_OUTPUTS)
         shard = parse_shard(shard if shard is None or isinstance(shard, str) else "/".join(map(str, shard)))
         parse_config(path, overrides, threads, "compare")
-    return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
-                             mode=mode)
+    with gin_suffix_removed():
+        return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
+                                 mode=mode)
 
 
 def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),
@@ -104,7 +105,8 @@ def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, override
     with config_file(config_or_path) as path:
         check_not_an_input(out, [path], written=TRAIN_OUTPUTS)
         parse_config(path, overrides, threads, "train")
-    return gin_setup.train(out, quiet=progress_disabled(quiet), mode=mode, dry_run=dry_run)
+    with gin_suffix_removed():
+        return gin_setup.train(out, quiet=progress_disabled(quiet), mode=mode, dry_run=dry_run)
 
 
 def probe(model: str | os.PathLike, treebank: str | os.PathLike, out: str | os.PathLike, *,
@@ -164,6 +166,26 @@ def parse_config(path: Path, overrides: str | Sequence[str], threads: int | None
 
     bindings = [overrides] if isinstance(overrides, str) else list(overrides)
     gin_setup.parse(path, bindings + ([f"{root}.threads = {threads}"] if threads is not None else []))
+
+
+@contextlib.contextmanager
+def gin_suffix_removed() -> Iterator[None]:
+    """Raise the error a gin-configured function raised, not gin's copy of it with ``In call to configurable
+    'compare' (<function ...>)`` appended (the commands cut that suffix from their one-line errors too).
+
+    gin re-raises a proxy of the original exception (same type name, ``__context__`` the original); the
+    original is found by walking that chain while the messages only grow by gin's suffix.
+    """
+    try:
+        yield
+    except Exception as err:
+        original = err
+        while (" In call to configurable " in str(original) and original.__context__ is not None
+               and str(original).startswith(str(original.__context__))):
+            original = original.__context__
+        if original is err:
+            raise
+        raise original from None
 
 
 def is_config_text(config_or_path: str | os.PathLike) -> bool:

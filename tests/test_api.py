@@ -55,9 +55,11 @@ def cli_error(argv, capsys):
 
 
 def api_error(call, *args, **kwargs):
+    """The message of the error ``call`` raises, on one line (as is: gin's 'In call to configurable' suffix, which
+    the command cuts, must not be there)."""
     with pytest.raises(Exception) as info:
         call(*args, **kwargs)
-    return cli._one_line(info.value)
+    return " ".join(str(info.value).split())
 
 
 def test_compare_writes_the_same_tables_as_the_command(tmp_path, capsys):
