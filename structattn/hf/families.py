@@ -189,6 +189,12 @@ def num_heads(module: nn.Module) -> int:
     return int(module.config.num_attention_heads)  # ModernBERT keeps it on the config only
 
 
+#: Model types whose positions are only relative (no table, so no length limit of their own).
+RELATIVE_ONLY = ("t5",)
+#: The limit of those (a tokenizer's "no limit" value, which the collator treats as none).
+NO_POSITION_LIMIT = 10**9
+
+
 def max_tokens(model: nn.Module, tokenizer: object | None = None) -> int:
     """The longest input ``model`` takes: its position table (less RoBERTa-style offsets, whose positions
     start after the padding index), capped by the tokenizer's ``model_max_length`` when that is set."""
@@ -201,9 +207,13 @@ def position_limit(config: dict[str, Any]) -> int:
     """Tokens a model of this ``config.json`` (as a dict) can take: ``max_position_embeddings``, less the
     padding offset of RoBERTa-style families (positions start at ``pad_token_id + 1``).
 
+    T5 has no position table (only relative position buckets): its limit is :data:`NO_POSITION_LIMIT`.
+
     Raises:
-        ValueError: the config has no ``max_position_embeddings``.
+        ValueError: the config has no ``max_position_embeddings`` (and is not T5's).
     """
+    if "max_position_embeddings" not in config and config.get("model_type") in RELATIVE_ONLY:
+        return NO_POSITION_LIMIT
     if "max_position_embeddings" not in config:
         raise ValueError(f"a {config.get('model_type', 'model')!r} config without max_position_embeddings: "
                          "its position limit is unknown")

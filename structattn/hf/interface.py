@@ -211,6 +211,12 @@ def key_padding_from_mask(
 def eager_attention(model: nn.Module) -> Iterator[None]:
     """Within the block ``model`` runs eager attention (every layer can return its weights: ``sdpa`` cannot),
     through structattn's dispatcher when the model is attached; its setting is restored afterwards."""
+    from structattn.hf.families import find_layers
+
+    try:
+        model = find_layers(model).stack  # an encoder-decoder model: its encoder, which may have its own config
+    except ValueError:
+        pass  # not a model structattn attaches to: switched as it is
     before = model.config._attn_implementation
     attached = before is not None and before.startswith(PREFIX)
     model.set_attn_implementation(register("eager") if attached else "eager")

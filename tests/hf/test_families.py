@@ -338,3 +338,22 @@ def test_find_layers_of_an_encoder_decoder_model_is_the_encoder(tokenizer):
     model = _model("t5", tokenizer, cls="T5Model")
     found = find_layers(model)
     assert found.stack is model.get_encoder() and found.family.name == "T5 (encoder)" and len(found.modules) == 2
+
+
+def test_t5_eager_weights_through_the_whole_model(tokenizer, short_sentences):
+    """eager_attention() switches the encoder stack (T5's has its own config); hard-mask weights vanish beyond
+    the radius; T5 has no position table, so its length limit is none."""
+    from structattn.hf.families import NO_POSITION_LIMIT, max_tokens
+
+    model = _model("t5", tokenizer, cls="T5Model")
+    assert max_tokens(model) == NO_POSITION_LIMIT
+    H.attach(model, "hard_mask(dependency, radius=1)@0; full")
+    batch = _batch(tokenizer, short_sentences, token_types=False)
+    with torch.no_grad(), interface.eager_attention(model):
+        assert model.get_encoder().config._attn_implementation == "structattn_eager"
+        weights = model.get_encoder()(**batch, output_attentions=True).attentions
+    assert model.get_encoder().config._attn_implementation == "structattn_sdpa"
+    distance = batch["structures"]["dependency"].distance
+    far = ~((distance >= 0) & (distance <= 1))
+    assert weights[0].masked_select(far[:, None]).abs().max() == 0
+    assert weights[1].masked_select((far & batch["attention_mask"].bool()[:, None, :])[:, None]).abs().max() > 0
