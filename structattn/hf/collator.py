@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from structattn.hf.families import max_tokens, position_limit
+from structattn.hf.global_tokens import check_global_choice, global_token_mask, with_global_tokens
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.collate import collate
 from structattn.structures.providers import StructureProvider, get_provider
@@ -93,9 +94,15 @@ class StructureCollator:
             words that keep a token keep their distances in the whole sentence's structure; the cut words
             are gone (``Encoded.word_ids`` says which words remain).
         model: the model the batches are for (read for its position limit only).
+        global_tokens: ``None`` (default: special tokens stay unreachable, as :func:`align_to_subwords` leaves
+            them), ``"special"`` ([CLS]/[SEP], every real token without a word) or a list of vocabulary ids:
+            those tokens reach and are reached by every real token at distance 1 in every word-aligned
+            structure (:mod:`structattn.hf.global_tokens`), so under ``hard_mask`` [CLS] attends to the whole
+            sentence. Position-based (``window``) structures are left as built (their provider has
+            ``global_tokens`` of its own).
 
     Raises:
-        ValueError: a slow tokenizer, left padding; at call time a sentence longer than ``max_length`` (without
+        ValueError: a slow tokenizer, left padding, a bad ``global_tokens``; at call time a sentence longer than ``max_length`` (without
             ``truncation``) or a
             tokenization that does not give every word a token (the message names the sentence and word).
     """
@@ -108,6 +115,7 @@ class StructureCollator:
         piece_distance: int = 0,
         truncation: bool = False,
         model: nn.Module | None = None,
+        global_tokens: str | Sequence[int] | None = None,
     ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
@@ -127,6 +135,7 @@ class StructureCollator:
         if truncation and self.max_length is None:
             raise ValueError("StructureCollator: truncation needs a max_length (the tokenizer sets none)")
         self.truncation = truncation
+        self.global_tokens = check_global_choice(global_tokens, tokenizer)
 
     def __call__(self, sentences: Sequence[Sentence]) -> dict[str, Any]:
         """The batch for ``model(**batch)``."""
@@ -148,6 +157,10 @@ class StructureCollator:
         tokens = [self.tokenizer.convert_ids_to_tokens(enc["input_ids"][k, : lengths[k]].tolist()) for k in range(len(sentences))]
         batch["structures"] = {name: self._aligned(p, sentences, word_ids, tokens, enc["input_ids"].shape[1])
                                for name, p in self.providers.items()}
+        if self.global_tokens is not None:
+            is_global = global_token_mask(self.global_tokens, enc["input_ids"], enc["attention_mask"], word_ids)
+            batch["structures"] = {name: s if "band" in self.providers[name].provides else with_global_tokens(s, is_global)
+                                   for name, s in batch["structures"].items()}
         return Encoded(batch, word_ids)
 
     def _aligned(
