@@ -127,3 +127,12 @@ def test_tensorboard_scalars(data, tmp_path):
     scalars = events.Scalars("dev/accuracy")
     assert [s.step for s in scalars] == [3, 6, 9]
     assert [s.value for s in scalars] == pytest.approx([row["dev_accuracy"] for row in rows])
+
+
+def test_a_translation_row_keeps_dev_score_before_lr(data):
+    """Seq2SeqTrainer's history rows put dev_score after lr; the log keeps lr and elapsed_s last."""
+    task, vocab, _ = data
+    run = trainer(vocab, task.output, None, 3)
+    row = {"step": 3, "train_loss": 1.0, "dev_loss": 2.0, "dev_accuracy": 0.5, "lr": 1e-3, "dev_score": 30.0}
+    assert list(run._log_row(row)) == ["step", "epoch", "train_loss", "dev_loss", "dev_accuracy", "dev_score", "lr",
+                                       "elapsed_s"]
