@@ -18,7 +18,7 @@ _NAMES = {
     "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
     "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
     "local_model": "local_models", "register_auto_classes": "auto", "mark_attached": "auto",
-    "lora_config": "lora",
+    "lora_config": "lora", "encode_text": "encode_text",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # static checkers see the eager imports
     from structattn.hf.attach import attach, attached_layers
     from structattn.hf.auto import mark_attached, register_auto_classes
     from structattn.hf.collator import Encoded, StructureCollator
+    from structattn.hf.encode_text import encode_text
     from structattn.hf.families import supported_families
     from structattn.hf.interface import structures
     from structattn.hf.loading import from_pretrained
