@@ -1,7 +1,7 @@
 """The ``structattn`` command.
 
     structattn train CONFIG.gin [--gin-param B ...] --out DIR [--resume | --overwrite]
-    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N] [--resume | --overwrite]
+    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N] [--dask ADDRESS|local:N] [--resume | --overwrite]
     structattn merge DIR... [--out DIR] [--overwrite]
     structattn eval CHECKPOINT [--split test]
     structattn structures ...     (structattn.structures.commands: demo, cache precompute)
@@ -85,13 +85,18 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from structattn import api
 
-    result = api.compare(Path(args.config), args.out, overrides=args.gin_param, mode=_mode(args), shard=args.shard,
-                         quiet=_quiet(args), plots=not args.no_plots, threads=args.threads, dry_run=args.dry_run)
+    from structattn.experiments.shards import parse_shard, shard_folder
+
+    dask = [f"compare.dask = {args.dask!r}"] if args.dask is not None else []  # wins over the config's binding
+    result = api.compare(Path(args.config), args.out, overrides=[*args.gin_param, *dask], mode=_mode(args),
+                         shard=args.shard, quiet=_quiet(args), plots=not args.no_plots, threads=args.threads,
+                         dry_run=args.dry_run)
     if args.dry_run:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif int(os.environ.get("RANK", "0")) == 0:
-        print((Path(args.out) / "results.md").read_text())
-        print(f"wrote {args.out}/: results.csv, significance.csv, results.md, config.gin, comparison.json, "
+        out = shard_folder(args.out, parse_shard(args.shard))
+        print((out / "results.md").read_text())
+        print(f"wrote {out}/: results.csv, significance.csv, results.md, config.gin, comparison.json, "
               "provenance.json, runs/"
               + ("" if args.no_plots else ", plots/"))
     return 0
@@ -173,12 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     _gin_args(p)
     _output_flags(p, "keep the finished runs in --out whose records match this comparison, continue the others "
                      "from their last.pt")
-    p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based); merge the shard directories with `structattn merge`")
+    p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based), into OUT/shard-i-of-N/; `structattn merge OUT` merges the shards it holds")
+    p.add_argument("--dask", metavar="ADDRESS|local:N", help="run every run as one Dask task on the scheduler at ADDRESS (tcp://host:8786; workers must see --out at the same path) or on a local cluster of N single-threaded worker processes (local:N); see docs/cluster.md")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.set_defaults(run=cmd_compare)
 
     p = sub.add_parser("merge", help="merge the output directories of compare shards", description="Merge compare shard directories into one set of tables and plots (identical to an unsharded run).")
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="shard output directories, or folders holding shard-i-of-N ones")
     p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
     p.add_argument("--overwrite", action="store_true", help="replace the structattn outputs already in --out")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")

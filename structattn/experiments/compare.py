@@ -3,13 +3,17 @@ or in shards (``--shard i/N``, see :mod:`structattn.experiments.shards`) on diff
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from structattn.experiments.provenance import Stopwatch, environment
+from structattn.experiments.executors import Executor, Outcome, RunJob, SerialExecutor
+from structattn.experiments.provenance import Stopwatch, environment, now_iso
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
@@ -95,7 +99,8 @@ class Comparison:
 
 def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
                    config: str = "", quiet: bool = False, context: Distributed = Distributed(),
-                   plots: bool = True, mode: str = "refuse", reference: str | None = None) -> list[dict[str, Any]]:
+                   plots: bool = True, mode: str = "refuse", reference: str | None = None,
+                   executor: Executor | None = None) -> list[dict[str, Any]]:
     """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots.
 
     ``reference``: the setting label every other setting is tested against in ``significance.csv`` and
@@ -106,10 +111,15 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     ``"overwrite"`` them (removed first, listed on stderr), or ``"resume"``: runs whose records match the
     folder's manifest are kept, the others continue from their ``last.pt`` (or start).
 
+    ``executor`` runs the runs (:mod:`structattn.experiments.executors`; default: one after another in this
+    process); whatever runs them, this process writes each record once (atomically) as its run finishes, so an
+    interrupted folder resumes. A folder is used by one client at a time (``.structattn-compare.lock``).
+
     Raises:
         ValueError: a bad declaration, an unusable or used folder (see
-            :func:`structattn.experiments.outputs.check_output_folder`), or, on resume, a folder holding
-            another comparison or stray records.
+            :func:`structattn.experiments.outputs.check_output_folder`), a folder in use by another client,
+            or, on resume, a folder holding another comparison or stray records.
+        RunsFailed: runs raised (executors that carry on past a failure); the others are recorded.
     """
     out = Path(out_dir)
     comparison.validate()
@@ -119,39 +129,139 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
         raise ValueError(f"compare reference {reference!r} is not one of the settings {list(comparison.settings)}")
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
     used = check_output_folder(out, COMPARE_OUTPUTS, mode)
-    done = _finished(out, manifest) if used and mode == "resume" else {}
-    barrier(context)  # every process has seen the folder as it was before the main one writes
-    watch = Stopwatch()
-    if context.is_main:
-        if mode == "overwrite":
-            clear_outputs(out, used, "structattn compare")
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.gin").write_text(config)
-        (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
-        write_provenance(out, watch, {}, finished=False)
-    records, cache = [], {}
-    for spec in mine:
-        if spec.index in done:
-            records.append(done[spec.index])
-            if not quiet and context.is_main:
-                print(f"[{spec.index + 1}/{len(runs)}] {spec.run_id}: finished, kept", flush=True)
-            continue
-        data = _data_for(spec, comparison, cache, quiet)
-        if not quiet and context.is_main:
-            print(f"[{spec.index + 1}/{len(runs)}] {spec.task_label} | {spec.setting} | seed {spec.seed}", flush=True)
-        last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
-        record = execute(spec, comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
-                         quiet=quiet, config=config, resume=last if mode == "resume" and last.is_file() else None)
-        record["fingerprint"] = manifest["fingerprint"]
+    with FolderLock(out) if context.is_main else contextlib.nullcontext():
+        done = _finished(out, manifest) if used and mode == "resume" else {}
+        barrier(context)  # every process has seen the folder as it was before the main one writes
+        watch = Stopwatch()
         if context.is_main:
-            (out / "runs").mkdir(exist_ok=True)  # a kind that writes no checkpoint has not made it
-            (out / "runs" / f"{spec.run_id}.json").write_text(json.dumps(record))
-        records.append(record)
-    if context.is_main:
-        report(records, out, len(runs), plots, reference)
-        write_provenance(out, watch, {label: data.checksum for (label, _), data in cache.items()}, finished=True,
-                         kept=sorted(done))
+            if mode == "overwrite":
+                clear_outputs(out, used, "structattn compare")
+            (out / "config.gin").write_text(config)
+            (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
+            write_provenance(out, watch, {}, finished=False)
+        executor = executor or SerialExecutor(context, quiet)
+        executor.check_folder(out)
+        records, failed = _run_all(executor, comparison, mine, done, out, config, manifest, quiet, context)
+        if context.is_main:
+            if not failed:
+                report(records, out, len(runs), plots, reference)
+            write_provenance(out, watch, _checksums(records), finished=not failed, kept=sorted(done))
+    if failed:
+        lines = "; ".join(f"run {o.spec.run_id} failed: {type(o.error).__name__}: {o.error}" for o in failed)
+        raise RunsFailed(f"{lines} ({len(records)} other runs finished and are recorded in {str(out / 'runs')!r}; "
+                         "rerun with --resume to retry the failed ones)") from failed[0].error
     return records
+
+
+class RunsFailed(RuntimeError):
+    """Runs of a comparison raised; the message names each by its run id with its error."""
+
+
+def _run_all(executor: Executor, comparison: Comparison, mine: Sequence[RunSpec], done: Mapping[int, dict[str, Any]],
+             out: Path, config: str, manifest: Mapping[str, Any], quiet: bool, context: Distributed
+             ) -> tuple[list[dict[str, Any]], list[Outcome]]:
+    """Keep the ``done`` records, run the others on ``executor``, write each record as it arrives; the
+    records in run order, and the outcomes of the runs that failed."""
+    finished, failed = dict(done), []
+    for spec in mine:
+        if spec.index in done and not quiet and context.is_main:
+            print(f"[{spec.index + 1}/{manifest['runs']}] {spec.run_id}: finished, kept", flush=True)
+    jobs = [RunJob(comparison, spec, str(out), config, manifest["fingerprint"]) for spec in mine
+            if spec.index not in done]
+    for outcome in executor.run(jobs, run_job, manifest["runs"]):
+        if outcome.error is not None:
+            failed.append(outcome)
+        elif outcome.spec.index not in finished:  # a run is recorded once, whatever the executor reports
+            if context.is_main:
+                write_record(out, outcome.record)
+            finished[outcome.spec.index] = outcome.record
+    return [finished[k] for k in sorted(finished)], failed
+
+
+def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = False,
+            cache: dict[tuple[str, str], Any] | None = None) -> dict[str, Any]:
+    """Train and evaluate one run of a comparison (wherever an executor runs it); its record.
+
+    The run continues from ``runs/<run_id>/checkpoints/last.pt`` when that exists: the folder was checked
+    empty (or cleared) before any run, so a ``last.pt`` is this run's own, left by ``--resume``'s earlier
+    command or by an attempt on a worker that died. ``cache``: prepared data shared with other runs."""
+    spec, out = job.spec, Path(job.out)
+    data = _data_for(spec, job.comparison, {} if cache is None else cache, quiet)
+    last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
+    record = execute(spec, job.comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
+                     quiet=quiet, config=job.config, resume=last if last.is_file() else None)
+    record["fingerprint"] = job.fingerprint
+    return record
+
+
+def write_record(out: Path, record: Mapping[str, Any]) -> Path:
+    """``out/runs/<run_id>.json``, written atomically (a reader sees the whole record or none)."""
+    path = out / "runs" / f"{record['run_id']}.json"
+    path.parent.mkdir(exist_ok=True)  # a kind that writes no checkpoint has not made it
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+    return path
+
+
+def _checksums(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each task's data checksum, as its runs recorded it."""
+    return {r["task_label"]: r["provenance"]["data"]["sha256"] for r in records
+            if "sha256" in r.get("provenance", {}).get("data", {})}
+
+
+class FolderLock:
+    """``out/.structattn-compare.lock`` while a client writes into ``out``: a second client is refused, naming
+    the first (host, pid, start). A lock left by a process that is gone (same host) is taken over.
+
+    Raises:
+        ValueError: the folder is in use (on entering).
+    """
+
+    NAME = ".structattn-compare.lock"
+
+    def __init__(self, out: Path) -> None:
+        self.path = Path(out) / self.NAME
+
+    def __enter__(self) -> "FolderLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": now_iso()})
+        for _ in range(2):
+            try:
+                with open(self.path, "x") as handle:
+                    handle.write(mine)
+                return self
+            except FileExistsError:
+                holder = self._holder()
+                if not self._gone(holder):
+                    raise ValueError(
+                        f"{str(self.path.parent)!r} is in use by another structattn compare (host "
+                        f"{holder.get('host')}, pid {holder.get('pid')}, since {holder.get('since')}); wait for it to "
+                        f"finish, or remove {str(self.path)!r} if that process is gone") from None
+                self.path.unlink(missing_ok=True)  # its process is gone: take the folder over
+        raise ValueError(f"cannot take the lock {str(self.path)!r}: another client keeps taking it")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def _holder(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    @staticmethod
+    def _gone(holder: Mapping[str, Any]) -> bool:
+        """Whether the holder is a process of this host that no longer runs."""
+        if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+            return False
+        try:
+            os.kill(holder["pid"], 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
 
 
 def write_provenance(out: Path, watch: Stopwatch, data: Mapping[str, str], *, finished: bool,
@@ -227,4 +337,4 @@ def report(records: Sequence[dict[str, Any]], out: Path, total: int, plots: bool
         write_plots(records, out / "plots")
 
 
-__all__ = ["Comparison", "report", "run_comparison", "train_one"]
+__all__ = ["Comparison", "FolderLock", "RunsFailed", "report", "run_comparison", "run_job", "train_one", "write_record"]

@@ -121,13 +121,20 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
             dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
-            mode: str = "refuse", reference: str | None = None) -> list[dict[str, Any]] | Comparison:
-    """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``;
+            mode: str = "refuse", reference: str | None = None,
+            dask: str | None = None) -> list[dict[str, Any]] | Comparison:
+    """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``
+    (a shard into ``out_dir/shard-i-of-N/``, see :func:`~structattn.experiments.shards.shard_folder`);
     ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
     (:mod:`structattn.experiments.probe_steps`); ``reference``: the setting label the others are tested against
     in ``significance.csv`` and ``results.md`` (``compare.reference = "full"``; default: ``"full"`` when a
     setting is labelled so, else the first setting), checked before any training and kept in ``comparison.json``
-    for ``merge``."""
+    for ``merge``; ``dask``: run every run as a Dask task on the scheduler at this address, or on a local
+    cluster of N worker processes with ``"local:N"`` (``--dask``; see
+    :mod:`structattn.experiments.executors`; default: one run after another here)."""
+    from structattn.experiments.executors import make_executor, parse_address
+    from structattn.experiments.shards import shard_folder
+
     set_threads(threads, "compare.threads")
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
         raise ValueError(f"compare.seeds must be a list of integers, got {seeds!r}")
@@ -136,13 +143,19 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     if reference is not None and (not isinstance(reference, str) or reference not in comparison.settings):
         raise ValueError(f"compare.reference must be one of the setting labels {list(comparison.settings)}, "
                          f"got {reference!r}")
+    if dask is not None and not isinstance(dask, str):
+        raise ValueError(f"compare.dask must be a scheduler address or 'local:N' in quotes, got {dask!r}")
+    if dask:
+        parse_address(dask)
     if dry_run:
         comparison.dry_run()
         return comparison
     context = distributed.setup()
     try:
-        return run_comparison(comparison, out_dir, shard=shard, config=gin.operative_config_str(), quiet=quiet,
-                              context=context, plots=plots, mode=mode, reference=reference)
+        with make_executor(dask, context, quiet) as executor:
+            return run_comparison(comparison, shard_folder(out_dir, shard), shard=shard,
+                                  config=gin.operative_config_str(), quiet=quiet, context=context, plots=plots,
+                                  mode=mode, reference=reference, executor=executor)
     finally:
         distributed.teardown()
 

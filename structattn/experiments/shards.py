@@ -5,11 +5,20 @@ A shard takes the runs whose index ``k`` (their place in :meth:`Comparison.runs`
 output directory holds ``comparison.json`` (a fingerprint of the declared comparison, the number of runs,
 the shard and its run indices) and ``runs/<run_id>.json`` (one record per run); merging checks the
 fingerprints, that every run is present, and rebuilds tables and plots from the records in run order.
+
+``structattn compare --out DIR --shard i/N`` writes into ``DIR/shard-i-of-N/`` (:func:`shard_folder`), so that
+shards given the same ``--out`` (on a shared folder, or copied together afterwards) never collide, and
+``structattn merge DIR`` finds them (:func:`shard_folders`)::
+
+    structattn compare CONFIG --out runs/x --shard 0/2    # machine A -> runs/x/shard-0-of-2/
+    structattn compare CONFIG --out runs/x --shard 1/2    # machine B -> runs/x/shard-1-of-2/
+    structattn merge runs/x                               # -> runs/x/merged/
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,12 +43,40 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
+def shard_folder(out: str | Path, shard: tuple[int, int] | None) -> Path:
+    """Where shard ``(i, N)`` of a comparison given ``--out out`` writes: ``out/shard-i-of-N`` (``out`` itself
+    when not sharded)."""
+    return Path(out) if shard is None else Path(out) / f"shard-{shard[0]}-of-{shard[1]}"
+
+
+_SHARD_NAME = re.compile(r"shard-(\d+)-of-(\d+)")
+
+
+def shard_folders(folder: str | Path) -> list[Path]:
+    """The compare folders ``folder`` stands for: itself when it holds ``comparison.json``, else its
+    ``shard-i-of-N`` subfolders (in shard order).
+
+    Raises:
+        FileNotFoundError: neither (naming the folder).
+    """
+    folder = Path(folder)
+    if (folder / "comparison.json").is_file():
+        return [folder]
+    found = [(tuple(map(int, m.groups())), p) for p in folder.glob("shard-*-of-*")
+             if (m := _SHARD_NAME.fullmatch(p.name)) and (p / "comparison.json").is_file()]
+    if not found:
+        raise FileNotFoundError(f"{str(folder)!r} is not a compare output directory (no comparison.json) and holds "
+                                "no shard-i-of-N folders with one")
+    return [p for _, p in sorted(found)]
+
+
 def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
           mode: str = "refuse") -> list[dict[str, Any]]:
     """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run, the
     significance tests recomputed from the records' per-item outputs against the manifests' ``reference``;
     manifests without one: the default reference).
 
+    Each of ``dirs`` is a compare folder or a folder holding ``shard-i-of-N`` ones (:func:`shard_folders`).
     Every record is checked against its folder's manifest (fingerprint, declared run indices, run ids and
     seeds; see :mod:`structattn.experiments.records`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
     compare outputs, or ``"overwrite"`` them.
@@ -50,7 +87,7 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     """
     manifests, records = [], {}
     out = Path(out_dir)
-    for d in map(Path, dirs):
+    for d in [folder for given in dirs for folder in shard_folders(given)]:
         if out.resolve() == d.resolve():
             raise ValueError(f"--out {str(out)!r} is one of the directories being merged; give another folder")
         manifest = read_manifest(d)
