@@ -109,7 +109,7 @@ def test_train_refuses_used_folders_and_files_before_training(capsys, tmp_path, 
     assert provenance["data"]["task"] == "head_selection(limit=30)" and len(provenance["data"]["sha256"]) == 64
     capsys.readouterr()
     one_line_error(argv, capsys, "already holds structattn outputs (record.json, config.gin, results.csv, "
-                                 "significance.csv, results.md, checkpoints); pass --resume")
+                                 "significance.csv, results.md, checkpoints, log.jsonl, log.csv")
     assert (out / "record.json").read_text() == first
     # resuming with another learning rate or seed is refused, naming both values
     one_line_error([*argv, "--resume", "--gin-param", "training.lr = 0.5", "--gin-param", "train.seed = 3"], capsys,

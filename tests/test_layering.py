@@ -22,7 +22,7 @@ RANK = {
     "training": 6,
     "probes": 7,
     "plugins": 8, "experiments": 8,
-    "testing": 9, "cli": 9,
+    "testing": 9, "cli": 9, "api": 9,
 }
 
 
