@@ -17,7 +17,7 @@ _NAMES = {
     "attach": "attach", "attached_layers": "attach", "Encoded": "collator", "StructureCollator": "collator",
     "supported_families": "families", "structures": "interface", "from_pretrained": "loading",
     "train_wordpiece": "tokenizer", "pretrain_mlm": "pretrain", "PretrainConfig": "pretrain_config",
-    "local_model": "local_models", "register_auto_classes": "auto", "mark_attached": "auto",
+    "local_model": "local_models", "register_auto_classes": "auto", "mark_attached": "auto_config",
     "lora_config": "lora", "encode_text": "encode_text",
 }
 __all__ = sorted(_NAMES)
@@ -29,7 +29,8 @@ _auto.install()  # AutoConfig/AutoModel* learn the structattn_<family> types (se
 
 if TYPE_CHECKING:  # static checkers see the eager imports
     from structattn.hf.attach import attach, attached_layers
-    from structattn.hf.auto import mark_attached, register_auto_classes
+    from structattn.hf.auto import register_auto_classes
+    from structattn.hf.auto_config import mark_attached
     from structattn.hf.collator import Encoded, StructureCollator
     from structattn.hf.encode_text import encode_text
     from structattn.hf.families import supported_families

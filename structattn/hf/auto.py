@@ -1,6 +1,6 @@
 """transformers' Auto classes load a saved attached model with its structattn attention, or refuse it loudly.
 
-An attached model's config is re-classed (:func:`mark_attached`) to a subclass of its family's config whose
+An attached model's config is re-classed (:func:`structattn.hf.auto_config.mark_attached`) to a subclass of its family's config whose
 ``model_type`` is ``"structattn_<family type>"`` (``"structattn_bert"``), so ``save_pretrained`` writes that
 type into ``config.json``. Then:
 
@@ -20,62 +20,25 @@ already imported and otherwise right after transformers' Auto modules are (an im
 
 from __future__ import annotations
 
-import copy
 import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from structattn.hf.auto_config import config_class_for, split_config
+
 if TYPE_CHECKING:
     from torch import nn
 
-#: Families whose structattn config type is registered up front (so a fresh process can load their folders).
-#: A family attached in this process but missing here is registered when it is marked; its folders then load
-#: in a fresh process only after ``structattn.hf.auto.config_class_for(<its config class>)``.
+#: Families whose structattn types are registered (config in ``AutoConfig``, loaders in the Auto model classes).
+#: A folder of a family missing here is refused by the Auto classes (unknown model type) and still loads through
+#: ``structattn.hf.from_pretrained``: add each family that ``attach`` learns here.
 BASE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "distilbert", "camembert")
-#: Prefix of the registered model types: ``"structattn_" + family model type``.
-PREFIX = "structattn_"
 #: The Auto classes an attached folder loads through (each where the family has that head).
 AUTO_CLASSES = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForPreTraining", "AutoModelForSequenceClassification",
                 "AutoModelForTokenClassification", "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice")
 _TRIGGER = "transformers.models.auto.configuration_auto"
-_CONFIGS: dict[type, type] = {}  # family config class -> structattn config class
-
-
-def attached_model_type(base_model_type: str) -> str:
-    """The ``model_type`` an attached ``base_model_type`` model is saved with (``"bert"`` -> ``"structattn_bert"``)."""
-    return base_model_type if base_model_type.startswith(PREFIX) else PREFIX + base_model_type
-
-
-def base_model_type(model_type: str) -> str:
-    """The family's own ``model_type`` behind a saved one (``"structattn_bert"`` -> ``"bert"``; others unchanged)."""
-    return model_type[len(PREFIX):] if model_type.startswith(PREFIX) else model_type
-
-
-def config_class_for(base: type) -> type:
-    """The structattn config class over the family config class ``base`` (``BertConfig`` ->
-    ``StructattnBertConfig``, model type ``structattn_bert``), created and registered in ``AutoConfig`` once.
-    ``base`` may already be a structattn config class (returned as is)."""
-    if getattr(base, "base_config_class", None) is not None:
-        return base
-    if base not in _CONFIGS:
-        from transformers import AutoConfig
-
-        cls = type(f"Structattn{base.__name__}", (base,), {
-            "model_type": attached_model_type(base.model_type), "base_config_class": base, "__module__": __name__,
-            "from_dict": classmethod(_from_dict), "__doc__": f"{base.__name__} of a model with structattn attached.",
-        })
-        AutoConfig.register(cls.model_type, cls, exist_ok=True)
-        _CONFIGS[base] = cls
-    return _CONFIGS[base]
-
-
-def _from_dict(cls: type, config_dict: dict[str, Any], **kwargs: Any) -> Any:
-    """``from_dict`` of a structattn config class: register the Auto loaders first (AutoModel.from_pretrained
-    reads the config, then looks its class up), then build the config as the family does."""
-    register_models(cls)
-    return cls.base_config_class.from_dict.__func__(cls, config_dict, **kwargs)
 
 
 def register_models(config_cls: type) -> None:
@@ -93,35 +56,12 @@ def register_models(config_cls: type) -> None:
 
 
 def register_auto_classes() -> None:
-    """Register the structattn config types of :data:`BASE_MODEL_TYPES` in ``AutoConfig`` (the model classes
-    follow when such a config is read or a model is marked)."""
+    """Register the structattn config types of :data:`BASE_MODEL_TYPES` in ``AutoConfig`` and their loaders in
+    the Auto model classes (idempotent)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     for family in BASE_MODEL_TYPES:
-        config_class_for(CONFIG_MAPPING[family])
-
-
-def mark_attached(model: nn.Module) -> None:
-    """Re-class ``model.config`` to its structattn config class, so that ``save_pretrained`` writes the
-    ``structattn_<family>`` model type (idempotent; every config attribute stays as it is).
-
-    ``structattn.hf.attach`` is meant to call this once it has attached; until it does, every route that
-    attaches in this package (``from_pretrained``, the Auto loaders) calls it after ``attach``.
-    """
-    config = model.config
-    config.__class__ = config_class_for(type(config))
-    register_models(config.__class__)
-
-
-def split_config(config: Any) -> tuple[Any, dict[str, Any] | None]:
-    """A copy of ``config`` as its family's own config class without the ``structattn`` entry, and that entry
-    (``None`` when the config is not an attached one)."""
-    from structattn.hf.attach import CONFIG_KEY
-
-    plain = copy.deepcopy(config)
-    plain.__class__ = getattr(type(config), "base_config_class", None) or type(config)
-    saved = plain.__dict__.pop(CONFIG_KEY, None)
-    return plain, saved
+        register_models(config_class_for(CONFIG_MAPPING[family]))
 
 
 class AttachedLoader:

@@ -73,7 +73,7 @@ def load_attached(family_class: Any, path: str | Path, *args: Any, config: Any =
     Raises:
         ValueError: the folder was not saved attached, or lacks structattn parameters of its plan.
     """
-    from structattn.hf.auto import split_config
+    from structattn.hf.auto_config import split_config
 
     path = Path(path)
     if config is None:
@@ -93,7 +93,7 @@ def load_attached(family_class: Any, path: str | Path, *args: Any, config: Any =
 def attach_saved(model: nn.Module, saved: dict[str, Any]) -> nn.Module:
     """Attach ``saved["plan"]`` (with its ``structure_fields`` when recorded) and mark the config so that
     ``save_pretrained`` writes the structattn model type (:func:`structattn.hf.auto.mark_attached`)."""
-    from structattn.hf.auto import mark_attached
+    from structattn.hf.auto_config import mark_attached
 
     if getattr(model.config, CONFIG_KEY, None):
         delattr(model.config, CONFIG_KEY)
@@ -153,7 +153,7 @@ def _concrete_class(cls: Any, config: dict[str, Any]) -> Any:
         return cls
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    from structattn.hf.auto import base_model_type
+    from structattn.hf.auto_config import base_model_type
 
     family = base_model_type(str(config.get("model_type", "")))
     if family not in CONFIG_MAPPING:

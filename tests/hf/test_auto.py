@@ -25,7 +25,7 @@ def _saved(tmp_path, tokenizer, head="BertForMaskedLM"):
     """A tiny attached model with random bias tables, saved; returns the model and its folder."""
     model = tiny_model("bert", tokenizer, head=head)
     H.attach(model, PLAN)
-    H.mark_attached(model)  # attach will do this itself once it calls structattn.hf.auto.mark_attached
+    H.mark_attached(model)  # attach will do this itself once it calls structattn.hf.auto_config.mark_attached
     with torch.no_grad():
         H.attached_layers(model)[0].variants[0].table.normal_()
     model.save_pretrained(tmp_path)
@@ -33,6 +33,10 @@ def _saved(tmp_path, tokenizer, head="BertForMaskedLM"):
 
 
 def test_saved_config_carries_the_structattn_model_type(tmp_path, tokenizer):
+    from structattn.hf.attach import CONFIG_KEY
+    from structattn.hf.auto_config import CONFIG_KEY as LIGHT_KEY
+
+    assert LIGHT_KEY == CONFIG_KEY
     _, folder = _saved(tmp_path, tokenizer)
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "structattn_bert" and config["architectures"] == ["BertForMaskedLM"]
@@ -96,7 +100,7 @@ def test_structattn_from_pretrained_reads_both_formats(tmp_path, tokenizer, shor
             torch.testing.assert_close(loaded(**batch).last_hidden_state, expected, atol=0, rtol=0)
 
 
-@pytest.mark.xfail(reason="structattn.hf.attach does not call structattn.hf.auto.mark_attached yet (hook for the lead "
+@pytest.mark.xfail(reason="structattn.hf.attach does not call structattn.hf.auto_config.mark_attached yet (hook for the lead "
                           "to add in attach.py); until then attach + save_pretrained writes the family's model type",
                    strict=False)
 def test_attach_alone_marks_the_config(tokenizer):

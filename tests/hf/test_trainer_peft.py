@@ -42,7 +42,7 @@ def tagger(tokenizer, seed: int = 0):
     torch.manual_seed(seed)
     config = tiny_config("bert", len(tokenizer), tokenizer.pad_token_id, num_labels=len(TAGS))
     model = H.attach(BertForTokenClassification(config), PLAN)
-    H.mark_attached(model)  # attach will do this itself once it calls structattn.hf.auto.mark_attached
+    H.mark_attached(model)  # attach will do this itself once it calls structattn.hf.auto_config.mark_attached
     return model
 
 
