@@ -92,7 +92,7 @@ def load_attached(family_class: Any, path: str | Path, *args: Any, config: Any =
 
 def attach_saved(model: nn.Module, saved: dict[str, Any]) -> nn.Module:
     """Attach ``saved["plan"]`` (with its ``structure_fields`` when recorded) and mark the config so that
-    ``save_pretrained`` writes the structattn model type (:func:`structattn.hf.auto.mark_attached`)."""
+    ``save_pretrained`` writes the structattn model type (:func:`structattn.hf.auto_config.mark_attached`)."""
     from structattn.hf.auto_config import mark_attached
 
     if getattr(model.config, CONFIG_KEY, None):
