@@ -147,7 +147,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
                 report(records, out, len(runs), plots, reference)
             write_provenance(out, watch, _checksums(records), finished=not failed, kept=sorted(done))
     if failed:
-        lines = "; ".join(f"run {o.spec.run_id} failed: {type(o.error).__name__}: {o.error}" for o in failed)
+        lines = "; ".join(f"run {o.spec.run_id} failed: {type(o.error).__name__}: {o.error}"
+                          for o in sorted(failed, key=lambda o: o.spec.index))
         raise RunsFailed(f"{lines} ({len(records)} other runs finished and are recorded in {str(out / 'runs')!r}; "
                          "rerun with --resume to retry the failed ones)") from failed[0].error
     return records

@@ -166,7 +166,7 @@ class DaskExecutor(Executor):
         target = parse_address(address)
         if isinstance(target, int):
             self.cluster = distributed.LocalCluster(n_workers=target, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None, silence_logs=logging.ERROR)
+                                                    dashboard_address=None, silence_logs=logging.CRITICAL)
             self.client = distributed.Client(self.cluster)
             return
         try:

@@ -169,3 +169,35 @@ def test_workers_that_cannot_see_the_folder_are_refused(executor, tmp_path):
         executor.client.retire_workers(names=["blind"])
         worker.terminate()
         worker.wait(timeout=30)
+
+
+@pytest.mark.slow  # two commands that each start a local cluster (~10 s idle, ~40 s on a busy machine)
+def test_the_command_with_dask_local(tmp_path, capsys, monkeypatch):
+    """``structattn compare --dask local:2``: the serial command's tables; a progress bar of finished runs
+    unless --quiet; a raising run (a plugin task) named on stderr with its run id, exit status 1."""
+    task_names()
+    monkeypatch.setattr(TASKS, "_entries", dict(TASKS._entries))
+    monkeypatch.setattr(plugins, "_LOADED", [])
+    monkeypatch.delenv("CI", raising=False)
+    tiny = ["--threads", "1", "--no-plots", "--gin-param", "compare.seeds = [0, 1]",
+            "--gin-param", "compare.tasks = {'depth': 'depth_tagging(limit=30)'}",
+            "--gin-param", "compare.settings = ['full', 'hard_mask(dependency)']",
+            *[a for b in ("model.d_model = 8", "model.ffn_dim = 8", "model.num_heads = 2", "model.num_layers = 1",
+                          "training.max_steps = 4", "training.eval_every = 2") for a in ("--gin-param", b)]]
+    assert cli.main(["compare", "configs/quickstart.gin", "--out", str(tmp_path / "serial"), "--quiet", *tiny]) == 0
+    assert cli.main(["compare", "configs/quickstart.gin", "--out", str(tmp_path / "dask"), "--dask", "local:2", *tiny]) == 0
+    captured = capsys.readouterr()
+    assert "runs: 100%" in captured.err and "4/4" in captured.err
+    assert (tmp_path / "dask" / "results.csv").read_bytes() == (tmp_path / "serial" / "results.csv").read_bytes()
+    assert "compare.dask = 'local:2'" in (tmp_path / "dask" / "config.gin").read_text()
+    (tmp_path / "broken_plugin.py").write_text(BROKEN)
+    broken = [*tiny, "--gin-param", "compare.tasks = {'depth': 'depth_tagging(limit=30)', "
+                                    "'broken': 'broken_depth(limit=30)'}", "--gin-param", "compare.seeds = [0]"]
+    argv = ["compare", "configs/quickstart.gin", "--out", str(tmp_path / "broken"), "--dask", "local:2", "--quiet",
+            "--import", str(tmp_path / "broken_plugin.py"), *broken]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "structattn compare: error: run 002_broken_full_s0 failed: RuntimeError: broken on purpose" in err
+    assert "run 003_broken_hard-mask-dependency_s0 failed" in err
+    assert records_in(tmp_path / "broken") == ["000_depth_full_s0.json", "001_depth_hard-mask-dependency_s0.json"]
+    sys.modules.pop("broken_plugin", None)
