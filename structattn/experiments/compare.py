@@ -132,6 +132,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     with FolderLock(out) if context.is_main else contextlib.nullcontext():
         done = _finished(out, manifest) if used and mode == "resume" else {}
         barrier(context)  # every process has seen the folder as it was before the main one writes
+        executor = executor or SerialExecutor(context, quiet)
+        executor.check_folder(out)  # before anything is written
         watch = Stopwatch()
         if context.is_main:
             if mode == "overwrite":
@@ -139,8 +141,6 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
             (out / "config.gin").write_text(config)
             (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
             write_provenance(out, watch, {}, finished=False)
-        executor = executor or SerialExecutor(context, quiet)
-        executor.check_folder(out)
         records, failed = _run_all(executor, comparison, mine, done, out, config, manifest, quiet, context)
         if context.is_main:
             if not failed:
