@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also probe the same architecture with random weights (default on)")
     p.add_argument("--limit", type=positive_int, default=None, help="use only the first N sentences")
     p.add_argument("--test-fraction", type=float, default=0.25)
-    p.add_argument("--epochs", type=positive_int, default=30, help="probe training epochs")
+    p.add_argument("--epochs", type=positive_int, default=30, help="the most probe training epochs: each probe stops earlier once its loss "
+                   "on a dev split (10%% of the training sentences) stops improving, as in Hewitt & Manning's code")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
     return p

@@ -29,12 +29,18 @@ Metrics (:func:`evaluate`), as in the paper:
   lengths in ``length_range`` (``(5, 50)`` inclusive, the paper's range). A constant prediction has no
   defined correlation and counts as 0. ``nan`` when no sentence has a length in range.
 
+Training (:func:`fit_probe`) follows the paper's code (``structural-probes``, ``regimen.py``): Adam at 0.001,
+minibatches of 20 sentences, the learning rate divided by 10 whenever the dev loss fails to improve, and a stop
+after 5 epochs without a dev improvement of 1e-4 (``epochs`` is a maximum); the probe keeps its best dev
+epoch's parameters, and the per-epoch curve comes back as a :class:`FitCurve`.
+
 Glossary: b batch, n tokens (words), d model dim, r probe rank.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import networkx as nx
@@ -194,57 +200,169 @@ def gold_depths(sentences: Sequence[Sentence], n: int) -> torch.Tensor:
     return depth
 
 
+@dataclass
+class FitCurve:
+    """The training curve of :func:`fit_probe`, one entry per epoch run.
+
+    Attributes:
+        train_loss: mean training loss of each epoch (over sentences, as the loss is defined).
+        dev_loss: mean loss on the dev split after each epoch (empty without a dev split).
+        lr: the learning rate each epoch trained with.
+        best_epoch: 0-based epoch whose parameters the probe holds on return (the lowest dev loss; the last
+            epoch without a dev split).
+        stopped_early: ``True`` when training stopped before ``epochs`` for lack of dev improvement.
+    """
+
+    train_loss: list[float] = field(default_factory=list)
+    dev_loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+    stopped_early: bool = False
+
+    @property
+    def epochs_run(self) -> int:
+        return len(self.train_loss)
+
+
 def fit_probe(
     probe: StructuralProbe,
     hidden: torch.Tensor,
     token_mask: torch.Tensor,
     gold: Sequence[Sentence],
-    epochs: int = 30,
+    epochs: int = 40,
     lr: float = 1e-3,
     seed: int = 0,
     progress: bool = True,
-    batch_size: int = 32,
-) -> list[float]:
-    """Train ``probe`` on frozen ``hidden`` states with Adam (the paper's optimiser).
+    batch_size: int = 20,
+    dev_fraction: float = 0.1,
+    dev: tuple[torch.Tensor, torch.Tensor, Sequence[Sentence]] | None = None,
+    patience: int = 5,
+    lr_factor: float = 0.1,
+    min_delta: float = 1e-4,
+) -> FitCurve:
+    """Train ``probe`` on frozen ``hidden`` states until the dev loss stops improving, as the paper's code does.
 
-    The probe is re-initialised from ``seed`` (which also orders the minibatches), so a call is
-    deterministic. The paper's learning-rate decay and early stopping on a dev set are left to the caller
-    (call :func:`evaluate` between calls with a fixed number of epochs).
+    The schedule of ``structural-probes`` (``regimen.ProbeRegimen``): Adam at ``lr`` (0.001), minibatches of
+    ``batch_size`` (20) sentences; after every epoch the loss on a dev split is measured, the learning rate is
+    multiplied by ``lr_factor`` (0.1) as soon as the dev loss fails to improve (``ReduceLROnPlateau`` with
+    patience 0), and training stops once ``patience`` (5) epochs in a row have not lowered the best dev loss
+    by more than ``min_delta`` (1e-4), or after ``epochs`` (a maximum). The probe is left holding the
+    parameters of its best dev epoch.
+
+    The dev split is ``dev`` when given, else a seeded ``dev_fraction`` of the training sentences (held out,
+    not trained on); ``dev_fraction=0`` trains for exactly ``epochs`` epochs on everything, without a dev
+    split. The probe is re-initialised from ``seed`` (which also draws the dev split and orders the
+    minibatches), so a call is deterministic.
 
     Args:
         probe: a :class:`DistanceProbe` or :class:`DepthProbe`.
         hidden: word-level hidden states (b, n, d); not differentiated through.
         token_mask: (b, n) bool, ``True`` on the first ``len(gold[k])`` tokens of row ``k``.
         gold: the b sentences with gold ``heads``.
-        epochs, lr, seed, batch_size: training schedule; ``progress=False`` hides the tqdm bar.
+        epochs: the most epochs to run; lr, seed, batch_size: as above; ``progress=False`` hides the bar.
+        dev_fraction: share of ``gold`` held out as the dev split when ``dev`` is not given.
+        dev: an explicit dev split ``(hidden, token_mask, sentences)`` shaped like the training arguments.
+        patience, lr_factor, min_delta: the stopping and decay rule above.
 
     Returns:
-        the mean training loss of each epoch.
+        the :class:`FitCurve` (per-epoch train and dev loss, learning rate, best epoch, whether it stopped early).
+
+    Raises:
+        ValueError: bad states or masks (named by sentence), ``epochs`` / ``patience`` below 1, or a
+            ``dev_fraction`` that leaves no sentence to train on or none to hold out.
     """
     _check_batch(probe, hidden, token_mask, gold)
+    _check_schedule(epochs, patience, dev_fraction, lr_factor, len(gold), dev is not None)
     generator = torch.Generator().manual_seed(seed)
     probe.reset_parameters(generator)
+    train = _prepared(probe, hidden, token_mask, gold)
+    if dev is not None:
+        _check_batch(probe, *dev)
+        held = _prepared(probe, *dev)
+    elif dev_fraction > 0:
+        order = torch.randperm(len(gold), generator=generator)
+        cut = max(1, round(dev_fraction * len(gold)))
+        held, train = _subset(train, order[:cut]), _subset(train, order[cut:])
+    else:
+        held = None
+    optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=lr_factor, patience=0)
+    curve, best_state = FitCurve(), None
+    bar = tqdm(range(epochs), desc=f"fit {type(probe).__name__}", disable=not progress, leave=False)
+    for epoch in bar:
+        curve.lr.append(optimizer.param_groups[0]["lr"])
+        curve.train_loss.append(_train_epoch(probe, optimizer, train, batch_size, generator))
+        if held is None:
+            curve.best_epoch = epoch
+            bar.set_postfix(loss=f"{curve.train_loss[-1]:.4f}")
+            continue
+        curve.dev_loss.append(_mean_loss(probe, held, batch_size))
+        bar.set_postfix(loss=f"{curve.train_loss[-1]:.4f}", dev=f"{curve.dev_loss[-1]:.4f}")
+        scheduler.step(curve.dev_loss[-1])
+        if best_state is None or curve.dev_loss[-1] < curve.dev_loss[curve.best_epoch] - min_delta:
+            curve.best_epoch, best_state = epoch, {k: v.detach().clone() for k, v in probe.state_dict().items()}
+        elif epoch - curve.best_epoch >= patience:
+            curve.stopped_early = epoch + 1 < epochs
+            break
+    if best_state is not None:
+        probe.load_state_dict(best_state)
+    return curve
+
+
+def _check_schedule(epochs: int, patience: int, dev_fraction: float, lr_factor: float, count: int,
+                    explicit_dev: bool) -> None:
+    if epochs < 1 or patience < 1:
+        raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}")
+    if not 0 < lr_factor <= 1:
+        raise ValueError(f"lr_factor must be in (0, 1], got {lr_factor}")
+    if explicit_dev or dev_fraction == 0:
+        return
+    if not 0 < dev_fraction < 1 or count - max(1, round(dev_fraction * count)) < 1:
+        raise ValueError(
+            f"dev_fraction={dev_fraction} of {count} training sentences leaves none to train on or none to hold "
+            "out; pass dev_fraction=0 to train for a fixed number of epochs without a dev split, or dev=(...)"
+        )
+
+
+_Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # hidden, token_mask, target, lengths
+
+
+def _prepared(probe: StructuralProbe, hidden: torch.Tensor, token_mask: torch.Tensor,
+              gold: Sequence[Sentence]) -> _Split:
     hidden, token_mask = hidden.detach(), token_mask.bool()
     target = probe.targets(gold, hidden.shape[1]).to(hidden.device)
-    lengths = token_mask.sum(-1).cpu()
-    optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
-    history: list[float] = []
-    bar = tqdm(range(epochs), desc=f"fit {type(probe).__name__}", disable=not progress, leave=False)
-    for _ in bar:
-        total = 0.0
-        for chunk in torch.randperm(len(gold), generator=generator).split(batch_size):
-            chunk = chunk.to(hidden.device)
-            # crop the minibatch to its longest sentence: the padding beyond it is masked out of the loss
-            n = int(lengths[chunk].max())
-            crop = (slice(None),) + (slice(0, n),) * (target.dim() - 1)
-            loss = probe.loss(probe(hidden[chunk, :n]), target[chunk][crop], token_mask[chunk, :n])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(chunk)
-        history.append(total / len(gold))
-        bar.set_postfix(loss=f"{history[-1]:.4f}")
-    return history
+    return hidden, token_mask, target, token_mask.sum(-1).cpu()
+
+
+def _subset(split: _Split, rows: torch.Tensor) -> _Split:
+    return tuple(t[rows.to(t.device)] for t in split)  # type: ignore[return-value]
+
+
+def _batch_loss(probe: StructuralProbe, split: _Split, chunk: torch.Tensor) -> torch.Tensor:
+    """Loss of the rows ``chunk``, cropped to their longest sentence (the padding beyond it is masked out)."""
+    hidden, token_mask, target, lengths = split
+    n = int(lengths[chunk].max())
+    chunk = chunk.to(hidden.device)
+    crop = (slice(None),) + (slice(0, n),) * (target.dim() - 1)
+    return probe.loss(probe(hidden[chunk, :n]), target[chunk][crop], token_mask[chunk, :n])
+
+
+def _train_epoch(probe: StructuralProbe, optimizer: torch.optim.Optimizer, split: _Split, batch_size: int,
+                 generator: torch.Generator) -> float:
+    total, count = 0.0, len(split[3])
+    for chunk in torch.randperm(count, generator=generator).split(batch_size):
+        loss = _batch_loss(probe, split, chunk)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(chunk)
+    return total / count
+
+
+@torch.no_grad()
+def _mean_loss(probe: StructuralProbe, split: _Split, batch_size: int) -> float:
+    count = len(split[3])
+    return sum(_batch_loss(probe, split, c).item() * len(c) for c in torch.arange(count).split(batch_size)) / count
 
 
 @torch.no_grad()

@@ -24,8 +24,6 @@ from tests.structures.oracles import dependency_graph, distances_from_graph, ran
 from tests.threads import one_thread  # noqa: F401  (autouse fixture)
 
 
-
-
 def make_sentences(count: int, rng: random.Random, lo: int = 5, hi: int = 10, prefix: str = "s") -> list[Sentence]:
     out = []
     for k in range(count):
@@ -144,17 +142,73 @@ def rotated_tree_states(seed: int):
     return sentences, (x @ q.T).float(), padded_mask(sentences, n)
 
 
-def test_trained_probes_recover_a_linearly_embedded_tree():
-    sentences, hidden, mask = rotated_tree_states(4)
-    train, test = slice(0, 24), slice(24, 48)
-    distance = DistanceProbe(12, 12)
-    fit_probe(distance, hidden[train], mask[train], sentences[train], epochs=60, lr=0.05, progress=False)
-    out = evaluate(distance, hidden[test], mask[test], sentences[test])
-    assert out["uuas"] >= 0.98 and out["spearman"] > 0.9
-    depth = DepthProbe(12, 12)
-    fit_probe(depth, hidden[train], mask[train], sentences[train], epochs=60, lr=0.05, progress=False)
-    out = evaluate(depth, hidden[test], mask[test], sentences[test])
-    assert out["root_acc"] >= 0.95 and out["spearman"] > 0.9
+def linear_tree_states(seed: int, count: int = 240):
+    """``count`` sentences whose states are a random rotation of :func:`path_vectors` (width 12)."""
+    rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
+    sentences = make_sentences(count, rng, 5, 10)
+    n, dim = 10, 12
+    x = torch.nn.functional.pad(path_vectors(sentences, n), (0, dim - n))
+    q, _ = torch.linalg.qr(torch.randn(dim, dim, generator=gen, dtype=torch.float64))
+    return sentences, (x @ q.T).float(), padded_mask(sentences, n)
+
+
+@pytest.mark.parametrize("cls, key", [(DistanceProbe, "uuas"), (DepthProbe, "root_acc")])
+def test_training_converges_and_stops_early_on_a_linearly_embedded_tree(cls, key):
+    """States that are a linear image of the tree: the paper's schedule (dev split, lr / 10 on a plateau, stop
+    after ``patience`` epochs without improvement) reaches a perfect score well before the epoch maximum."""
+    sentences, hidden, mask = linear_tree_states(4)
+    train, test = slice(0, 200), slice(200, 240)
+    probe = cls(12, 12)
+    curve = fit_probe(probe, hidden[train], mask[train], sentences[train], epochs=200, lr=0.01, progress=False)
+    out = evaluate(probe, hidden[test], mask[test], sentences[test])
+    assert out[key] >= 0.99 and out["spearman"] > 0.9, out
+    assert curve.stopped_early and curve.epochs_run < 200
+    # stopped exactly `patience` (5) epochs after the last improvement, none of which improved by 1e-4
+    assert curve.epochs_run == curve.best_epoch + 1 + 5
+    best = curve.dev_loss[curve.best_epoch]
+    assert all(d > best - 1e-4 for d in curve.dev_loss[curve.best_epoch + 1:])
+    assert min(curve.dev_loss) > best - 1e-4 and best < 0.02 < curve.dev_loss[0]
+    # the learning rate only ever drops, by a factor 10, and only after an epoch that did not improve
+    assert curve.lr[0] == 0.01 and curve.lr[-1] < 0.01
+    for e in range(1, curve.epochs_run):
+        if curve.lr[e] != curve.lr[e - 1]:
+            assert curve.lr[e] == pytest.approx(curve.lr[e - 1] / 10)
+            assert curve.dev_loss[e - 1] >= min(curve.dev_loss[: e - 1]) * (1 - 1e-4)
+
+
+def test_probe_holds_its_best_dev_epoch_and_an_explicit_dev_split_is_used():
+    sentences, hidden, mask = linear_tree_states(5, count=80)
+    dev = (hidden[60:], mask[60:], sentences[60:])
+    probe = DistanceProbe(12, 6)
+    curve = fit_probe(probe, hidden[:60], mask[:60], sentences[:60], epochs=12, lr=0.05, dev=dev, progress=False)
+    assert len(curve.dev_loss) == len(curve.train_loss) == len(curve.lr) == curve.epochs_run
+    # the returned parameters are those of the best dev epoch, whatever came after it
+    assert evaluate(probe, *dev)["loss"] == pytest.approx(curve.dev_loss[curve.best_epoch], rel=1e-5)
+
+
+def test_early_stopping_is_reproducible_with_a_seed():
+    sentences, hidden, mask = linear_tree_states(6, count=60)
+    runs = []
+    for seed in (3, 3, 4):
+        probe = DepthProbe(12, 5)
+        curve = fit_probe(probe, hidden, mask, sentences, epochs=15, lr=0.02, seed=seed, progress=False)
+        runs.append((curve, probe.proj.detach().clone()))
+    assert runs[0][0] == runs[1][0] and torch.equal(runs[0][1], runs[1][1])
+    assert runs[0][0].dev_loss != runs[2][0].dev_loss and not torch.equal(runs[0][1], runs[2][1])
+
+
+def test_a_dev_split_needs_sentences_to_spare():
+    s = tiny()
+    hidden, mask = torch.randn(1, 4, 3), torch.ones(1, 4, dtype=torch.bool)
+    with pytest.raises(ValueError, match="dev_fraction=0.1 of 1 training sentences"):
+        fit_probe(DistanceProbe(3, 2), hidden, mask, [s], progress=False)
+    with pytest.raises(ValueError, match="dev_fraction=1.5"):
+        fit_probe(DistanceProbe(3, 2), hidden.expand(3, 4, 3), mask.expand(3, 4), [s] * 3, dev_fraction=1.5,
+                  progress=False)
+    with pytest.raises(ValueError, match="patience"):
+        fit_probe(DistanceProbe(3, 2), hidden, mask, [s], patience=0, progress=False)
+    curve = fit_probe(DistanceProbe(3, 2), hidden, mask, [s], epochs=3, dev_fraction=0, progress=False)
+    assert curve.epochs_run == 3 and curve.dev_loss == [] and not curve.stopped_early
 
 
 def test_random_states_stay_at_the_random_tree_level():
@@ -175,11 +229,14 @@ def test_fit_is_deterministic_per_seed_and_lowers_the_loss():
     runs = []
     for seed in (0, 0, 1):
         probe = DistanceProbe(12, 4)
-        history = fit_probe(probe, hidden[:16], mask[:16], sentences[:16], epochs=5, lr=0.01, seed=seed, progress=False, batch_size=5)
-        runs.append((history, probe.proj.detach().clone()))
+        curve = fit_probe(probe, hidden[:16], mask[:16], sentences[:16], epochs=5, lr=0.01, seed=seed, progress=False,
+                          batch_size=5, dev_fraction=0)
+        runs.append((curve, probe.proj.detach().clone()))
     assert runs[0][0] == runs[1][0] and torch.equal(runs[0][1], runs[1][1])
     assert not torch.equal(runs[0][1], runs[2][1])
-    assert runs[0][0][-1] < runs[0][0][0]
+    curve = runs[0][0]
+    assert curve.train_loss[-1] < curve.train_loss[0]
+    assert curve.epochs_run == 5 and curve.dev_loss == [] and curve.best_epoch == 4 and not curve.stopped_early
 
 
 def test_padding_garbage_changes_nothing():
