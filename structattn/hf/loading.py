@@ -41,7 +41,7 @@ def from_pretrained(path: str | Path, plan: str | None = None, model_class: Any 
     if not (path / "config.json").is_file():
         raise ModelNotFoundError(
             f"no model directory at {str(path)!r} (no config.json there); structattn loads local directories only. "
-            f"Where a hub is reachable, fetch a model first, e.g. `huggingface-cli download bert-base-cased "
+            f"Where a hub is reachable, fetch a model first, e.g. `hf download bert-base-cased "
             f"--local-dir models/bert-base-cased`, or make a small one offline with `structattn pretrain`"
         )
     config = check_model_files(path)

@@ -31,7 +31,7 @@ def test_settings_parse_and_name_their_structures():
 
 
 def test_missing_model_path_says_how_to_fetch(tmp_path):
-    with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
+    with pytest.raises(FileNotFoundError, match="hf download"):
         hf_models.plan_structures(f'hf(path="{tmp_path / "nowhere"}")')
 
 

@@ -52,7 +52,7 @@ def test_plan_mismatch_is_refused(tmp_path, tokenizer):
 
 
 def test_missing_model_path_says_how_to_fetch(tmp_path):
-    with pytest.raises(FileNotFoundError, match="huggingface-cli download") as caught:
+    with pytest.raises(FileNotFoundError, match="hf download") as caught:
         from_pretrained(tmp_path / "bert-base-cased")
     assert isinstance(caught.value, ValueError)  # setting validation reports it like any bad setting
 
