@@ -10,7 +10,8 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import nn
 
-from structattn.hf.families import max_tokens, position_limit
+from structattn.hf.auto_config import base_model_type
+from structattn.hf.families import position_limit
 from structattn.hf.global_tokens import check_global_choice, global_token_mask, with_global_tokens
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.collate import collate
@@ -186,7 +187,7 @@ def default_max_length(tokenizer: Any, model: nn.Module | None = None) -> int | 
     Raises:
         ValueError: the ``config.json`` beside the tokenizer is not valid JSON (named).
     """
-    limits = [max_tokens(model)] if model is not None else []
+    limits = [position_limit(family_config(model.config.to_dict()))] if model is not None else []
     own = getattr(tokenizer, "model_max_length", None)
     if own is not None and own < 10**9:
         limits.append(int(own))
@@ -199,8 +200,14 @@ def default_max_length(tokenizer: Any, model: nn.Module | None = None) -> int | 
             raise ValueError(f"{config} (beside the tokenizer) is not valid JSON ({error}); the file is truncated "
                              "or damaged") from None
         if isinstance(values, dict) and "max_position_embeddings" in values:
-            limits.append(position_limit(values))
+            limits.append(position_limit(family_config(values)))
     return min(limits) if limits else None
+
+
+def family_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (a ``config.json`` as a dict) with an attached model's ``structattn_<family>`` model type read
+    as the family's own, so family rules (RoBERTa's position offset) still apply."""
+    return {**config, "model_type": base_model_type(str(config.get("model_type", "")))}
 
 
 def _num_words(ids: Sequence[int | None]) -> int:

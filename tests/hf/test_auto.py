@@ -100,6 +100,16 @@ def test_structattn_from_pretrained_reads_both_formats(tmp_path, tokenizer, shor
             torch.testing.assert_close(loaded(**batch).last_hidden_state, expected, atol=0, rtol=0)
 
 
+def test_marked_roberta_keeps_its_position_offset(tokenizer):
+    """RoBERTa-style positions start after the padding index: the collator's limit must not grow when the
+    model type becomes structattn_roberta."""
+    model = tiny_model("roberta", tokenizer)
+    before = StructureCollator(tokenizer, model=model).max_length
+    H.mark_attached(H.attach(model, "soft_bias(dependency)"))
+    assert model.config.to_dict()["model_type"] == "structattn_roberta"
+    assert StructureCollator(tokenizer, model=model).max_length == before == 128 - tokenizer.pad_token_id - 1
+
+
 @pytest.mark.xfail(reason="structattn.hf.attach does not call structattn.hf.auto_config.mark_attached yet (hook for the lead "
                           "to add in attach.py); until then attach + save_pretrained writes the family's model type",
                    strict=False)
