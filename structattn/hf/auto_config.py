@@ -49,16 +49,25 @@ def config_class_for(base: type) -> type:
     return _CONFIGS[base]
 
 
-def mark_attached(model: nn.Module) -> None:
+def mark_attached(model: nn.Module) -> nn.Module:
     """Re-class ``model.config`` to its structattn config class, so that ``save_pretrained`` writes the
     ``structattn_<family>`` model type (idempotent; every config attribute stays as it is).
 
     ``structattn.hf.attach`` is meant to call this once it has attached; until it does, every route that
     attaches in this package (``from_pretrained``, the Auto loaders) calls it after ``attach``. The Auto
     classes load the saved folder when the family is one of ``structattn.hf.auto.BASE_MODEL_TYPES``.
+
+    Returns:
+        ``model`` (its config re-classed in place).
+
+    Raises:
+        ValueError: ``model`` has no structattn plan in its config (it was not attached).
     """
     config = model.config
+    if not getattr(config, CONFIG_KEY, None):
+        raise ValueError(f"{type(model).__name__} has no structattn plan in its config: attach a plan before marking it")
     config.__class__ = config_class_for(type(config))
+    return model
 
 
 def split_config(config: Any) -> tuple[Any, dict[str, Any] | None]:

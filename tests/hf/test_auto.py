@@ -100,6 +100,11 @@ def test_structattn_from_pretrained_reads_both_formats(tmp_path, tokenizer, shor
             torch.testing.assert_close(loaded(**batch).last_hidden_state, expected, atol=0, rtol=0)
 
 
+def test_marking_a_plain_model_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="no structattn plan in its config"):
+        H.mark_attached(tiny_model("bert", tokenizer))
+
+
 def test_marked_roberta_keeps_its_position_offset(tokenizer):
     """RoBERTa-style positions start after the padding index: the collator's limit must not grow when the
     model type becomes structattn_roberta."""
