@@ -47,7 +47,10 @@ class Setup:
         structures: structure name -> provider spec (``"window(radius=3)"``); a name not listed is a
             provider name with default options (``dependency``).
         vocab: options of :meth:`Vocab.build` (``min_freq``, ``max_size``, ``lowercase``) plus
-            ``subword_chars`` (split words into pieces of that many characters; absent: word-level).
+            ``subword_chars`` (split words into pieces of that many characters; absent: word-level); for
+            translation runs also ``subword_model`` (``"bpe"`` / ``"unigram"``) and ``subword_size`` (learned
+            subwords trained on the train split, :mod:`structattn.seq2seq.subword`; the encoder kind refuses
+            them as bad vocabulary options).
         cache_dir: a structure disk cache (``structattn.structures.cache``) to read and fill, or ``None``.
         probes: probe-step specs run on every trained model (:mod:`structattn.experiments.probe_steps`).
     """

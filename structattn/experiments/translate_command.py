@@ -22,6 +22,7 @@ from structattn.progress import progress_disabled
 from structattn.seq2seq import PairExample, Seq2SeqModel, Seq2SeqOptions, build_seq2seq, translate_examples
 from structattn.seq2seq.pud import one_tree
 from structattn.seq2seq.subword import vocab_from_dict
+from structattn.seq2seq.metrics import detokenize_words
 from structattn.seq2seq.vocab import detokenize, special_ids
 from structattn.structures import Sentence, read_conllu
 from structattn.structures.providers.base import StructureProvider
@@ -110,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
                              quiet=quiet)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(detokenize(h, loaded.target) + "\n" for h in ids), encoding="utf-8")
+    language = loaded.meta.get("target_language")  # a run scored on raw text (Multi30k): write text, not tokens
+    lines = [detokenize(h, loaded.target) for h in ids]
+    if language:
+        lines = [detokenize_words(line.split(), language) for line in lines]
+    out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     print(f"translated {len(ids)} sentences -> {out}")
     return 0

@@ -247,8 +247,10 @@ class Seq2SeqRunner(Runner):
 
     def meta(self, job: Job) -> dict[str, Any]:
         data = job.data
+        detokenized = has_raw_references(data.items.get("test", []))  # scored on text: translate writes text
         return {"kind": "translation", **super().meta(job), "seq2seq": data.task.seq2seq.to_dict(),
-                "target_vocab": data.target_vocab.to_dict(), "parser": data.task.parser}
+                "target_vocab": data.target_vocab.to_dict(), "parser": data.task.parser,
+                "target_language": target_language(data.task) if detokenized else None}
 
     def train(self, job: Job) -> dict[str, Any]:
         spec, setup, data, device = job.spec, job.setup, job.data, job.context.device
