@@ -31,6 +31,7 @@ from structattn.experiments.significance import (
     SignificanceRow,
     compare_task,
     minimum_detectable_effect,
+    paired_detectable_effect,
 )
 
 CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
@@ -263,9 +264,12 @@ def _size_line(tested: TaskSignificance, done: list[tuple[SignificanceRow, Paire
     reference = {r.metric: res for r, res in done}  # the reference's pooled score and SE: the same for each setting
     mde = "; ".join(f"{m.replace('_', ' ')} {minimum_detectable_effect(res.reference_se):.3f} "
                     f"(at {tested.reference}'s pooled score {res.reference_score:.3f})" for m, res in reference.items())
+    paired = "; ".join(f"{r.setting} {r.metric.replace('_', ' ')} {paired_detectable_effect(res):.3f}"
+                       for r, res in done)
     return (f"{per_seed}; the pooled tests resample the {_count(pooled.n_items, 'test item')}, each with all its "
             f"seeds' outputs, {tested.resamples} resamples. Minimum detectable effect (alpha {ALPHA}, power "
-            f"{POWER}, normal approximation, items as the unit): {mde}.")
+            f"{POWER}, normal approximation, items as the unit): {mde}. With the pairing (from each comparison's "
+            f"bootstrap spread of paired differences): {paired}.")
 
 
 def _untested_line(tested: TaskSignificance) -> list[str]:

@@ -530,6 +530,16 @@ def minimum_detectable_effect(standard_error: float, alpha: float = ALPHA, power
     return (z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)) * math.sqrt(2) * standard_error
 
 
+def paired_detectable_effect(result: PairedResult, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference the paired test detects with probability ``power``, from the spread of this
+    comparison's own paired differences: ``(z_{1 - alpha/2} + z_{power}) * SE_diff`` with ``SE_diff`` the bootstrap
+    interval's width over ``2 z_{0.975}``. Smaller than :func:`minimum_detectable_effect` when the two systems'
+    per-item scores are correlated, as two models of one data set's items are."""
+    z = NormalDist()
+    se_diff = (result.ci_high - result.ci_low) / (2 * z.inv_cdf(0.975))
+    return (z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)) * se_diff
+
+
 @dataclass(frozen=True)
 class SignificanceRow:
     """One comparison of a table: ``setting`` against ``reference`` on ``metric``, for one seed or pooled.
