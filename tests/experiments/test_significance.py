@@ -425,3 +425,15 @@ def test_runs_without_outputs_are_rows_with_a_note_and_bad_pairs_name_the_runs()
         compare_task("t", settings, "full")
     with pytest.raises(ValueError, match="reference setting 'x' is not among"):
         compare_task("t", settings, "x")
+
+
+def test_paired_detectable_effect_reads_the_comparisons_own_spread():
+    from statistics import NormalDist
+
+    from structattn.experiments.significance import PairedResult, paired_detectable_effect
+
+    z = NormalDist()
+    half = z.inv_cdf(0.975)  # a 95% interval of +-1.96 means a standard error of 1
+    result = PairedResult(diff=0.0, ci_low=-half, ci_high=half, p=1.0, n_items=10, method="paired_bootstrap",
+                          reference_score=0.5, reference_se=0.1)
+    assert paired_detectable_effect(result) == pytest.approx(z.inv_cdf(0.975) + z.inv_cdf(0.8))  # 2.80
