@@ -1,6 +1,6 @@
 """Benchmark: a 6-run comparison on a local Dask cluster against the same comparison run serially.
 
-    python benchmarks/dask_compare.py                 # 3 settings x 2 seeds of depth tagging, 120 steps each
+    python benchmarks/dask_compare.py                 # 3 settings x 2 seeds of depth tagging, 500 steps each (~5 s a run)
     python benchmarks/dask_compare.py --steps 20      # a quick smoke run
 
 What users wait for: ``structattn compare ... --dask local:2`` against ``structattn compare ...`` on a 2-core
@@ -55,7 +55,7 @@ def sweep(folder: Path, steps: int, executor=None) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=120, help="training steps per run")
+    parser.add_argument("--steps", type=int, default=500, help="training steps per run")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (best round reported)")
     args = parser.parse_args()
     torch.set_num_threads(1)
