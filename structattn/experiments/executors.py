@@ -165,8 +165,13 @@ class DaskExecutor(Executor):
         self.address, self.quiet, self.cluster = address, quiet, None
         target = parse_address(address)
         if isinstance(target, int):
-            self.cluster = distributed.LocalCluster(n_workers=target, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None, silence_logs=logging.CRITICAL)
+            try:
+                self.cluster = distributed.LocalCluster(n_workers=target, threads_per_worker=1, processes=True,
+                                                        dashboard_address=None, silence_logs=logging.CRITICAL)
+            except RuntimeError as err:  # the spawned workers re-import an unguarded __main__ and fail
+                raise RuntimeError(f"--dask {address!r}: the local Dask cluster did not start ({err}); a Python "
+                                   "script that starts one must keep its work under `if __name__ == '__main__':` "
+                                   "(the worker processes import the script)") from err
             self.client = distributed.Client(self.cluster)
             return
         try:
