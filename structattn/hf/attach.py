@@ -12,6 +12,7 @@ import structattn
 from structattn.attention.base import ATTENTION
 from structattn.encoders.builder import build_group
 from structattn.encoders.plan import HeadGroup, parse_plan
+from structattn.hf.auto_config import mark_attached
 from structattn.hf import deberta, families, interface
 from structattn.hf.attached import AttachedAttention
 from structattn.hf.model_terms import accepts_model_terms
@@ -91,7 +92,7 @@ def attach(
         found.stack.set_attn_implementation(name)
     setattr(config, CONFIG_KEY, {"plan": plan, "base_attention": base, "version": structattn.__version__,
                                  "structure_fields": {k: sorted(v) for k, v in fields.items()}})
-    return model
+    return mark_attached(model)  # saved as model type structattn_<family>: Auto classes load it with its plan or refuse
 
 
 def attached_layers(model: nn.Module) -> dict[int, AttachedAttention]:

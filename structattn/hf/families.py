@@ -22,6 +22,8 @@ from typing import Any
 
 from torch import nn
 
+from structattn.hf.auto_config import base_model_type
+
 
 @dataclass(frozen=True)
 class Family:
@@ -212,12 +214,13 @@ def position_limit(config: dict[str, Any]) -> int:
     Raises:
         ValueError: the config has no ``max_position_embeddings`` (and is not T5's).
     """
-    if "max_position_embeddings" not in config and config.get("model_type") in RELATIVE_ONLY:
+    model_type = base_model_type(str(config.get("model_type", "")))  # a saved attached model: its family's
+    if "max_position_embeddings" not in config and model_type in RELATIVE_ONLY:
         return NO_POSITION_LIMIT
     if "max_position_embeddings" not in config:
         raise ValueError(f"a {config.get('model_type', 'model')!r} config without max_position_embeddings: "
                          "its position limit is unknown")
     limit = int(config["max_position_embeddings"])
-    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+    if model_type in ("roberta", "xlm-roberta", "camembert"):
         limit -= int(config.get("pad_token_id", 1)) + 1
     return limit

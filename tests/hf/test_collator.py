@@ -163,3 +163,10 @@ def test_position_limit_of_a_given_model_applies_without_max_length(tokenizer):
     with pytest.raises(ValueError, match=rf"sentence 'long' has {limit + 1} tokens, more than the model's {limit}"):
         collator([_chain(_words_of_tokens(tokenizer, limit - 1), "long")])
     assert StructureCollator(tokenizer, model=model, max_length=300).max_length == 300  # an explicit one wins
+
+
+def test_a_saved_attached_roberta_keeps_its_position_offset():
+    from structattn.hf.families import position_limit
+
+    saved = {"model_type": "structattn_roberta", "max_position_embeddings": 514, "pad_token_id": 1}
+    assert position_limit(saved) == position_limit({**saved, "model_type": "roberta"}) == 512
