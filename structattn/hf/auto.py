@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 #: Families whose structattn types are registered (config in ``AutoConfig``, loaders in the Auto model classes).
 #: A folder of a family missing here is refused by the Auto classes (unknown model type) and still loads through
 #: ``structattn.hf.from_pretrained``: add each family that ``attach`` learns here.
-BASE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "distilbert", "camembert")
+BASE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "distilbert", "camembert", "modernbert", "deberta-v2",
+                    "albert")
 #: The Auto classes an attached folder loads through (each where the family has that head).
 AUTO_CLASSES = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForPreTraining", "AutoModelForSequenceClassification",
                 "AutoModelForTokenClassification", "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice")

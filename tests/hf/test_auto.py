@@ -181,3 +181,39 @@ def test_minilm_round_trip_through_auto_model(tmp_path):
         real = batch["attention_mask"].bool()
         moved = (plain(**{k: v for k, v in batch.items() if k != "structures"}).last_hidden_state - expected)[real]
         assert float(moved.abs().max()) > 1e-2  # the loaded structure matters: a plain load would differ
+
+
+def _tiny_family(name: str):
+    from transformers import (AlbertConfig, AlbertModel, DebertaV2Config, DebertaV2Model, ModernBertConfig,
+                              ModernBertModel)
+
+    sizes = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                 max_position_embeddings=64)
+    if name == "deberta-v2":
+        return DebertaV2Model(DebertaV2Config(**sizes, relative_attention=True, pos_att_type=["c2p", "p2c"]))
+    if name == "modernbert":
+        return ModernBertModel(ModernBertConfig(**sizes, local_attention=4, global_attn_every_n_layers=2, pad_token_id=0))
+    return AlbertModel(AlbertConfig(**sizes, embedding_size=16))
+
+
+@pytest.mark.parametrize("family", ["deberta-v2", "modernbert", "albert"])
+def test_newer_families_load_with_their_structure_through_automodel(family, tmp_path):
+    import torch
+    from transformers import AutoModel
+
+    from structattn.structures import Sentence, get_provider
+
+    torch.manual_seed(0)
+    model = H.attach(_tiny_family(family), "soft_bias(dependency)",
+                     structure_fields={"dependency": {"distance", "adjacency", "token_mask"}})
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".structattn." in name:
+                parameter.add_(torch.randn_like(parameter))  # a table the plain model would not have
+    model.eval().save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert loaded.config.model_type == f"structattn_{family}"
+    inputs = {"input_ids": torch.tensor([[5, 6, 7, 8, 9]]), "attention_mask": torch.ones(1, 5, dtype=torch.long),
+              "structures": {"dependency": get_provider("dependency").batch(
+                  [Sentence(["a", "b", "c", "d", "e"], heads=[1, -1, 1, 4, 1])])}}
+    torch.testing.assert_close(loaded(**inputs).last_hidden_state, model(**inputs).last_hidden_state, atol=0, rtol=0)
