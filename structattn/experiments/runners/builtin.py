@@ -5,4 +5,4 @@ A new built-in kind is one file with one ``@register_runner`` decorator, plus on
 registers when the plugin is imported (``--import``), with no line anywhere.
 """
 
-from structattn.experiments.runners import encoder, hf, seq2seq  # noqa: F401  (registration)
+from structattn.experiments.runners import encoder, hf, hf_seq2seq, seq2seq  # noqa: F401  (registration)
