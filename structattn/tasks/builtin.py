@@ -13,4 +13,5 @@ from structattn.tasks import (  # noqa: F401  (registration)
     ssan_word_reordering,
     translation,
     translation_multi30k,
+    upos_tagging,
 )

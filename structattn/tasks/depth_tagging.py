@@ -19,11 +19,12 @@ class DepthTagging(TreebankTask):
 
     Args:
         max_depth: depths above it are labelled ``max_depth``.
-        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache`` (see
+        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache``, ``trees`` (see
             :class:`TreebankTask`).
     """
 
     output = "token"
+    parsed_trees = True
 
     def __init__(self, max_depth: int = 5, **treebank: Any) -> None:
         if max_depth < 1:
@@ -40,4 +41,4 @@ class DepthTagging(TreebankTask):
 
     def label(self, item: Sentence) -> list[int]:
         self.check(item)
-        return [min(d, self.max_depth) for d in tree_depths(item.heads)]
+        return [min(d, self.max_depth) for d in tree_depths(self.gold_heads(item))]

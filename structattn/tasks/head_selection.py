@@ -16,15 +16,16 @@ class HeadSelection(TreebankTask):
     score (UAS). The baseline attaches every word at the most frequent relative offset of the train split.
 
     Args:
-        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache`` (see
+        **treebank: ``source``, ``limit``, ``dev_fraction``, ``test_fraction``, ``parser``, ``cache``, ``trees`` (see
             :class:`TreebankTask`).
     """
 
     output = "pair"
+    parsed_trees = True
 
     def label(self, item: Sentence) -> list[int]:
         self.check(item)
-        return [i if h == -1 else h for i, h in enumerate(item.heads)]
+        return [i if h == -1 else h for i, h in enumerate(self.gold_heads(item))]
 
     def baseline(self, train: Sequence[Label], test: Sequence[Label]) -> float | None:
         offsets = Counter(h - i for y in train for i, h in enumerate(y) if h != IGNORE and h != i)

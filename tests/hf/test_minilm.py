@@ -164,3 +164,14 @@ def test_hf_path_setting_builds_on_the_local_model(plain, path, batch):
     with torch.no_grad():  # zero table: the attached encoder still computes the pretrained model's states
         torch.testing.assert_close(_real(model.hf(**batch.batch), batch.batch),
                                    _real(plain(**_plain_inputs(batch.batch)), batch.batch), atol=ATOL, rtol=0)
+
+
+def test_local_setting_finds_the_installed_model_on_any_machine(path):
+    from structattn.experiments.hf_models import parse_setting
+
+    options = parse_setting('hf(local="all-MiniLM-L6-v2", plan="soft_bias(dependency)")')
+    assert options["path"] == str(path) and options["local"] == "all-MiniLM-L6-v2"
+    with pytest.raises(ValueError, match="got path and local together"):
+        parse_setting(f'hf(path="{path}", local="all-MiniLM-L6-v2")')
+    with pytest.raises(ValueError, match="unknown"):
+        parse_setting('hf(local="no-such-model")')

@@ -88,7 +88,7 @@ def test_top_constituents_on_spacy_parses_use_spacy_relation_names(tmp_path):
 def test_source_errors_are_clear(text_file, tmp_path):
     with pytest.raises(ValueError, match="looks like raw text; pass parser='spacy'"):
         get_task("depth_tagging", source=str(text_file)).splits()
-    with pytest.raises(ValueError, match="'nowhere.conllu' is neither 'bundled' nor an existing file"):
+    with pytest.raises(ValueError, match="'nowhere.conllu' is neither 'bundled', 'bundled:NAME' nor an existing file"):
         get_task("depth_tagging", source="nowhere.conllu").splits()
     with pytest.raises(ValueError, match="bundled treebank, which is already parsed"):
         get_task("depth_tagging", parser="spacy").splits()
