@@ -117,6 +117,38 @@ def evaluate_checkpoint(data: dict[str, Any], split: str = "test", quiet: bool =
     return runner_for(task, meta["plan"]).evaluate(data, meta, task, items, split, quiet)
 
 
+def checkpoint_predictions(data: dict[str, Any], task: Task | None = None, split: str = "test",
+                           quiet: bool = False) -> dict[str, Any]:
+    """Per-item outputs of a checkpoint's model on ``split`` (``ids``, ``correct``, ``total``: what
+    ``record["predictions"]`` holds and the significance tests pair).
+
+    Args:
+        data: a loaded checkpoint (``torch.load`` of ``best.pt`` or ``last.pt``).
+        task: score on this task's items instead of the checkpoint's own task, e.g. the same task with
+            ``trees="spacy-test"`` (the model reads parser trees, the labels stay gold). It must have the
+            checkpoint's kind of output and the same ``split`` item ids.
+
+    Raises:
+        ValueError: an unknown split, a task of another output kind or other item ids, or a kind of run that
+            has no per-item predictions (translation).
+    """
+    meta = rebuild_meta(data)
+    own = rebuild_task(meta)
+    task = task or own
+    if task.output != own.output:
+        raise ValueError(f"task {task.name!r} has {task.output!r} outputs; the checkpoint's task {own.name!r} has "
+                         f"{own.output!r}")
+    items = task.splits()
+    if split not in items:
+        raise ValueError(f"unknown split {split!r}; the task has {sorted(items)}")
+    if task is not own and [x.id for x in items[split]] != [x.id for x in own.splits()[split]]:
+        raise ValueError(f"task {task.name!r} ({task.options()}) has other {split} items than the checkpoint's task "
+                         f"{meta['task']!r}")
+    if task is own:
+        _warn_on_changed_data(meta, items)
+    return runner_for(task, meta["plan"]).predict(data, meta, task, items, split, quiet)
+
+
 def _warn_on_changed_data(meta: Mapping[str, Any], items: Mapping[str, list[Item]]) -> None:
     """One line on stderr when the task's data now hashes differently from what the run trained on."""
     recorded = meta.get("data_sha256")

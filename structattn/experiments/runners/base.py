@@ -135,6 +135,13 @@ class Runner(ABC):
                  items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, float]:
         """Rebuild the checkpoint's model from ``meta`` and score it on ``split`` as the run did."""
 
+    def predict(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, Any]:
+        """Per-item outputs of the checkpoint's model on ``split``, as ``record["predictions"]`` holds them
+        (``ids``, ``correct``, ``total`` for accuracy tasks). Default: refused, naming the kind."""
+        raise ValueError(f"run {meta.get('run_id', '?')} is a {self.name} run ({meta.get('plan')}); per-item "
+                         f"predictions of a checkpoint are available for encoder and hf runs")
+
     def rebuild_encoder(self, meta: Mapping[str, Any], task: Task) -> Any:
         """``(make_model, vocab, providers)`` of a checkpoint, for probing its encoder. Default: refused."""
         raise ValueError(f"run {meta.get('run_id', '?')} is a {self.name} run ({meta.get('plan')}); "

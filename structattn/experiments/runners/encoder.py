@@ -130,11 +130,23 @@ class EncoderRunner(Runner):
 
     def evaluate(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
                  items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, float]:
+        model, examples = self._loaded(checkpoint, meta, task, items, split, quiet)
+        return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
+
+    def predict(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, Any]:
+        model, examples = self._loaded(checkpoint, meta, task, items, split, quiet)
+        correct, total = item_accuracy(model, examples, task.output, 64)
+        return {"split": split, "ids": [x.id for x in items[split]], "correct": correct, "total": total}
+
+    def _loaded(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                items: Mapping[str, list[Item]], split: str, quiet: bool) -> tuple[torch.nn.Module, list[Example]]:
+        """The checkpoint's model (weights loaded) and ``split`` encoded as it reads it."""
         providers = make_providers(meta["structures"], meta["structures"])
         vocab, examples = self.evaluation_data(meta, task, items, split, providers, quiet)
         model = self.build(task, len(vocab), meta["plan"], EncoderConfig(**meta["model"]), providers)
         model.load_state_dict(checkpoint["model"])
-        return evaluate(model, examples, task.output, batch_size=64, quiet=quiet, desc=split)
+        return model, examples
 
     def rebuild_encoder(self, meta: Mapping[str, Any], task: Task) -> Any:
         providers = make_providers(meta["structures"], meta["structures"])

