@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -184,6 +185,26 @@ def _own_key(key: str, own: dict[str, torch.Tensor], model: nn.Module) -> str:
     if key.startswith(prefix) and key[len(prefix):] in own:
         return key[len(prefix):]
     return prefix + key if prefix + key in own else key
+
+
+@contextmanager
+def transformers_quiet(quiet: bool = True) -> Iterator[None]:
+    """While inside, with ``quiet``: transformers' own progress bars ("Loading weights") and info logs are off
+    (as ``--quiet`` and ``$CI`` turn them off for the commands); both are restored after."""
+    if not quiet:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 class _quiet_unexpected_keys:

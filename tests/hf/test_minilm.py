@@ -175,3 +175,25 @@ def test_local_setting_finds_the_installed_model_on_any_machine(path):
         parse_setting(f'hf(path="{path}", local="all-MiniLM-L6-v2")')
     with pytest.raises(ValueError, match="unknown"):
         parse_setting('hf(local="no-such-model")')
+
+
+def test_quiet_api_compare_on_the_real_model_shows_no_transformers_bars(tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    from structattn import api
+
+    config = """
+include 'runs/defaults.gin'
+include 'models/tiny.gin'
+training.max_steps = 1
+training.eval_every = 1
+training.batch_size = 4
+compare.tasks = {'heads': 'head_selection(source="bundled:en_pud", limit=12)'}
+compare.settings = {'minilm': 'hf(local="all-MiniLM-L6-v2", plan="soft_bias(dependency)")'}
+"""
+    hf_logging.enable_progress_bar()
+    capfd.readouterr()
+    api.compare(config, tmp_path / "out", quiet=True, plots=False, threads=1)
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "%|" not in err, err[-500:]
+    assert hf_logging.is_progress_bar_enabled()  # restored after the quiet run

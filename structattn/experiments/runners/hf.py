@@ -10,8 +10,10 @@ import torch
 
 from structattn.encoders import EncoderConfig
 from structattn.experiments import hf_models
-from structattn.experiments.runners.base import register_runner
+from structattn.hf.loading import transformers_quiet
+from structattn.experiments.runners.base import Job, register_runner
 from structattn.experiments.runners.encoder import EncoderRunner, PreparedData
+from structattn.experiments.spec import Setup
 from structattn.structures.providers.base import StructureProvider
 from structattn.tasks.base import Item, Task
 
@@ -34,6 +36,24 @@ class HFRunner(EncoderRunner):
                     quiet: bool) -> PreparedData:
         """The items re-tokenised with the setting's tokenizer (structures aligned to its sub-words)."""
         return hf_models.encode_data(plan, data, providers, quiet)
+
+    def check(self, task: Task, plan: str, setup: Setup, providers: Mapping[str, StructureProvider]) -> None:
+        with transformers_quiet():  # a build before any run: no "Loading weights" bar per setting
+            super().check(task, plan, setup, providers)
+
+    def train(self, job: Job) -> dict[str, Any]:
+        with transformers_quiet(job.quiet):
+            return super().train(job)
+
+    def evaluate(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                 items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, float]:
+        with transformers_quiet(quiet):
+            return super().evaluate(checkpoint, meta, task, items, split, quiet)
+
+    def predict(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, Any]:
+        with transformers_quiet(quiet):
+            return super().predict(checkpoint, meta, task, items, split, quiet)
 
     def evaluation_data(self, meta: Mapping[str, Any], task: Task, items: Mapping[str, list[Item]], split: str,
                         providers: Mapping[str, StructureProvider], quiet: bool) -> tuple[Any, list[Any]]:

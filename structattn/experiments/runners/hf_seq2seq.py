@@ -36,6 +36,7 @@ from structattn.encoders import EncoderConfig, Vocab
 from structattn.encoders.encoder import EncoderOutput
 from structattn.encoders.positions import make_positions
 from structattn.experiments import hf_models
+from structattn.hf.loading import transformers_quiet
 from structattn.experiments.inspect import bias_records
 from structattn.experiments.runners.base import Job, register_runner
 from structattn.experiments.runners.seq2seq import Seq2SeqRunner, TranslationData, score_split, score_translations
@@ -169,7 +170,8 @@ class HFSeq2SeqRunner(Seq2SeqRunner):
         return hf_models.plan_structures(plan)
 
     def check(self, task: Task, plan: str, setup: Setup, providers: Mapping[str, StructureProvider]) -> None:
-        build_hf_translation_model(plan, 2, 2, setup.model, task.seq2seq, providers)  # type: ignore[attr-defined]
+        with transformers_quiet():  # a build before any run: no "Loading weights" bar per setting
+            build_hf_translation_model(plan, 2, 2, setup.model, task.seq2seq, providers)  # type: ignore[attr-defined]
 
     def dry_run(self, task: Task, plan: str, setup: Setup, items: Sequence[Item]) -> None:
         """Build the model, run it forward and through one greedy decoding on ``items``."""
@@ -188,6 +190,10 @@ class HFSeq2SeqRunner(Seq2SeqRunner):
         return {**super().meta(job), "kind": "hf_translation"}
 
     def train(self, job: Job) -> dict[str, Any]:
+        with transformers_quiet(job.quiet):
+            return self._train(job)
+
+    def _train(self, job: Job) -> dict[str, Any]:
         spec, setup, device = job.spec, job.setup, job.context.device
         data = encode_sources(spec.plan, job.data, job.providers, job.quiet)
         job = dataclasses.replace(job, data=data)
@@ -221,6 +227,11 @@ class HFSeq2SeqRunner(Seq2SeqRunner):
         """Rebuild the checkpoint's model (setting, the tokenizer it trained with, target vocabulary, decoder
         sizes) and score ``split`` as the run did: teacher-forced ``loss`` / ``accuracy`` and beam ``bleu`` /
         ``chrf`` (see :func:`~structattn.experiments.runners.seq2seq.score_split`)."""
+        with transformers_quiet(quiet):
+            return self._evaluate(checkpoint, meta, task, items, split, quiet)
+
+    def _evaluate(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
+                  items: Mapping[str, list[Item]], split: str, quiet: bool) -> dict[str, float]:
         if meta.get("kind") != "hf_translation":
             raise ValueError(f"run {meta.get('run_id', '?')}: not an hf_seq2seq checkpoint (meta kind "
                              f"{meta.get('kind')!r})")
