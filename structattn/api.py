@@ -36,7 +36,7 @@ from structattn.progress import progress_disabled
 def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),
             mode: str = "refuse", shard: str | tuple[int, int] | None = None, quiet: bool = False,
             plots: bool = True, threads: int | None = None, imports: Sequence[str] = (),
-            dry_run: bool = False) -> Any:
+            dry_run: bool = False, dask: str | None = None) -> Any:
     """Train and compare every task x setting x seed of a config, as ``structattn compare``.
 
     Args:
@@ -54,6 +54,9 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
             (``--import``); recorded with the runs.
         dry_run: only build every setting and run it forward once (``--dry-run``); returns the
             :class:`~structattn.experiments.compare.Comparison`.
+        dask: run every run as one Dask task on the scheduler at this address (``"tcp://host:8786"``) or on a
+            local cluster of N single-threaded worker processes (``"local:N"``); ``--dask``, wins over the
+            config's ``compare.dask`` (see docs/cluster.md).
 
     Returns:
         The records of the runs (one dict per run: ``run_id``, ``metrics``, ``history``, ...).
@@ -71,6 +74,10 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
     with config_file(config_or_path) as path:
         check_not_an_input(out, [path], written=COMPARE_OUTPUTS)
         shard = parse_shard(shard if shard is None or isinstance(shard, str) else "/".join(map(str, shard)))
+        if dask is not None:
+            if not isinstance(dask, str):
+                raise ValueError(f"dask must be a scheduler address or 'local:N', got {dask!r}")
+            overrides = [*([overrides] if isinstance(overrides, str) else overrides), f"compare.dask = {dask!r}"]
         parse_config(path, overrides, threads, "compare")
     with gin_suffix_removed():
         return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,

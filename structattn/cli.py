@@ -87,8 +87,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from structattn.experiments.shards import parse_shard, shard_folder
 
-    dask = [f"compare.dask = {args.dask!r}"] if args.dask is not None else []  # wins over the config's binding
-    result = api.compare(Path(args.config), args.out, overrides=[*args.gin_param, *dask], mode=_mode(args),
+    result = api.compare(Path(args.config), args.out, overrides=list(args.gin_param), dask=args.dask, mode=_mode(args),
                          shard=args.shard, quiet=_quiet(args), plots=not args.no_plots, threads=args.threads,
                          dry_run=args.dry_run)
     if args.dry_run:

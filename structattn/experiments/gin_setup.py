@@ -7,7 +7,8 @@ gin names (what ``.gin`` files bind)::
     training.lr / weight_decay / warmup_steps / max_steps / batch_size / clip_norm / eval_every / patience
     data.structures (name -> provider spec), data.min_freq / max_size / lowercase / subword_chars / cache
     train.task, train.attention, train.seed, train.threads                    (root of ``structattn train``)
-    compare.tasks, compare.settings, compare.seeds, compare.threads, compare.probes (root of ``structattn compare``)
+    compare.tasks, compare.settings, compare.seeds, compare.threads, compare.probes, compare.reference,
+    compare.dask (root of ``structattn compare``)
 """
 
 from __future__ import annotations

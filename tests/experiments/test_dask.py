@@ -114,6 +114,13 @@ def test_an_unreachable_scheduler_is_named_within_seconds(tmp_path, capsys):
     assert not (tmp_path / "x" / "runs").exists()
     with pytest.raises(ValueError, match="local:N needs a number of workers"):
         parse_address("local:0")
+    from structattn import api  # the Python API's dask= is the command's --dask
+
+    with pytest.raises(ConnectionError, match=r"cannot reach the Dask scheduler at 'tcp://127\.0\.0\.1:9'"):
+        api.compare("configs/quickstart.gin", tmp_path / "y", quiet=True, dask="tcp://127.0.0.1:9")
+    with pytest.raises(ValueError, match="dask must be a scheduler address or 'local:N', got 2"):
+        api.compare("configs/quickstart.gin", tmp_path / "y", quiet=True, dask=2)
+    assert not (tmp_path / "y" / "runs").exists()
 
 
 def test_a_run_that_raises_is_named_and_the_others_are_recorded(executor, tmp_path, monkeypatch):
