@@ -37,10 +37,9 @@ from structattn.encoders.encoder import EncoderOutput
 from structattn.encoders.positions import make_positions
 from structattn.experiments import hf_models
 from structattn.hf.loading import transformers_quiet
-from structattn.experiments.inspect import bias_records
 from structattn.experiments.runners.base import Job, register_runner
-from structattn.experiments.runners.seq2seq import Seq2SeqRunner, TranslationData, score_split, score_translations
-from structattn.experiments.spec import Setup, make_providers, only_structures
+from structattn.experiments.runners.seq2seq import Seq2SeqRunner, TranslationData, score_split
+from structattn.experiments.spec import Setup, make_providers
 from structattn.hf.attach import attached_layers
 from structattn.seq2seq import PairExample, Seq2SeqModel, pair_batch, translate_examples
 from structattn.seq2seq.config import Seq2SeqOptions
@@ -50,7 +49,7 @@ from structattn.seq2seq.subword import vocab_from_dict
 from structattn.seq2seq.vocab import special_ids
 from structattn.structures.providers.base import StructureProvider
 from structattn.tasks.base import Item, Task
-from structattn.training.seq2seq import Seq2SeqTrainer, teacher_forced_scores
+from structattn.training.seq2seq import teacher_forced_scores
 
 
 class HFSourceEncoder(nn.Module):
@@ -189,38 +188,18 @@ class HFSeq2SeqRunner(Seq2SeqRunner):
     def meta(self, job: Job) -> dict[str, Any]:
         return {**super().meta(job), "kind": "hf_translation"}
 
+    def encoded_job(self, job: Job) -> Job:
+        """The job with its sources re-tokenised by the setting's tokenizer (structures aligned to its pieces)."""
+        return dataclasses.replace(job, data=encode_sources(job.spec.plan, job.data, job.providers, job.quiet))
+
+    def build_model(self, job: Job) -> Seq2SeqModel:
+        data = job.data
+        return build_hf_translation_model(job.spec.plan, len(data.vocab), len(data.target_vocab), job.setup.model,
+                                          data.task.seq2seq, job.providers)
+
     def train(self, job: Job) -> dict[str, Any]:
         with transformers_quiet(job.quiet):
-            return self._train(job)
-
-    def _train(self, job: Job) -> dict[str, Any]:
-        spec, setup, device = job.spec, job.setup, job.context.device
-        data = encode_sources(spec.plan, job.data, job.providers, job.quiet)
-        job = dataclasses.replace(job, data=data)
-        model = build_hf_translation_model(spec.plan, len(data.vocab), len(data.target_vocab), setup.model,
-                                           data.task.seq2seq, job.providers)
-        view = dataclasses.replace(data, examples={k: [only_structures(e, job.names) for e in xs]
-                                                   for k, xs in data.examples.items()})
-        dev_score = lambda m: score_translations(m, view, "dev", beam=1, device=device)[0]["bleu"]  # noqa: E731
-        trainer = Seq2SeqTrainer(model, setup.training, label_smoothing=data.task.seq2seq.label_smoothing,
-                                 seed=spec.seed, device=device, dev_score=dev_score, quiet=job.quiet,
-                                 checkpoint_dir=job.checkpoint_dir,
-                                 checkpoint_extra={"config": job.config, "meta": self.meta(job)})
-        result = trainer.fit(view.examples["train"], view.examples["dev"], resume=job.resume)
-        test = trainer.evaluate(view.examples["test"])
-        scored = score_split(model, view, "test", beam=data.task.seq2seq.beam, device=device, quiet=job.quiet)
-        if job.out_dir is not None:
-            job.out_dir.mkdir(parents=True, exist_ok=True)
-            (job.out_dir / "test.hyp.txt").write_text("\n".join(scored.hyps) + "\n", encoding="utf-8")
-        metrics = {**scored.metrics, "dev_bleu": result.best_metric, "test_accuracy": test["accuracy"],
-                   "dev_accuracy": trainer.evaluate(view.examples["dev"])["accuracy"], "test_loss": test["loss"]}
-        ids = [x.id for x in data.items["test"]]
-        record = {"metrics": metrics, "history": result.history, "best_step": result.best_step, "steps": result.steps,
-                  "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
-                  "bias": bias_records(model), "heatmap": None,  # type: ignore[arg-type]
-                  "predictions": {"split": "test", "ids": ids, "hyp": scored.hyps, "ref": scored.refs},
-                  "samples": [{"id": i, "hyp": h, "ref": r} for i, h, r in list(zip(ids, scored.hyps, scored.refs))[:5]]}
-        return {**record, "scores_signature": scored.signature} if scored.signature else record
+            return super().train(job)
 
     def evaluate(self, checkpoint: Mapping[str, Any], meta: Mapping[str, Any], task: Task,
                  items: Mapping[str, list[Item]], split: str, quiet: bool = False) -> dict[str, float]:

@@ -252,10 +252,20 @@ class Seq2SeqRunner(Runner):
                 "target_vocab": data.target_vocab.to_dict(), "parser": data.task.parser,
                 "target_language": target_language(data.task) if detokenized else None}
 
+    def encoded_job(self, job: Job) -> Job:
+        """The job with its data as this kind's model reads it (here: as prepared)."""
+        return job
+
+    def build_model(self, job: Job) -> Seq2SeqModel:
+        """The untrained model of the job's setting, sized by its (encoded) data."""
+        data = job.data
+        return build_translation_model(data.task, len(data.vocab), len(data.target_vocab), job.spec.plan,
+                                       job.setup.model, job.providers)
+
     def train(self, job: Job) -> dict[str, Any]:
+        job = self.encoded_job(job)
         spec, setup, data, device = job.spec, job.setup, job.data, job.context.device
-        model = build_translation_model(data.task, len(data.vocab), len(data.target_vocab), spec.plan, setup.model,
-                                        job.providers)
+        model = self.build_model(job)
         view = dataclasses.replace(data, examples={k: [only_structures(e, job.names) for e in xs]
                                                    for k, xs in data.examples.items()})
         dev_score = lambda m: score_translations(m, view, "dev", beam=1, device=device)[0]["bleu"]  # noqa: E731
