@@ -6,6 +6,7 @@ so that a busy machine slows both alike.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 
@@ -26,3 +27,14 @@ def best_pair(base: Callable[[], None], other: Callable[[], None], rounds: int,
     timed(base, clock), timed(other, clock)
     pairs = [(timed(base, clock), timed(other, clock)) for _ in range(rounds)]
     return min(p[0] for p in pairs), min(p[1] for p in pairs)
+
+
+def without_gc(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` as a call that runs with the garbage collector off (a collection inside a timed call is noise)."""
+    def call() -> None:
+        gc.disable()
+        try:
+            fn()
+        finally:
+            gc.enable()
+    return call

@@ -20,12 +20,11 @@ the best round (the garbage collector off). The clock is CPU time at 1 thread an
 from __future__ import annotations
 
 import argparse
-import gc
 import platform
 from collections.abc import Callable
 
 import torch
-from _timing import CLOCKS, best_pair
+from _timing import CLOCKS, best_pair, without_gc
 
 from structattn.encoders import EncoderConfig
 from structattn.seq2seq import (CachedStepper, RecomputeStepper, Seq2SeqOptions, beam_search, build_seq2seq,
@@ -60,16 +59,6 @@ class NoEarlyEnd:
 def make_sources(batch: int, length: int, vocab: int) -> list[PairExample]:
     g = torch.Generator().manual_seed(1)
     return [PairExample(torch.randint(4, vocab, (length,), generator=g).tolist(), {}, [], f"s{k}") for k in range(batch)]
-
-
-def without_gc(fn: Callable[[], object]) -> Callable[[], None]:
-    def call() -> None:
-        gc.disable()
-        try:
-            fn()
-        finally:
-            gc.enable()
-    return call
 
 
 @torch.no_grad()

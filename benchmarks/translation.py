@@ -27,7 +27,6 @@ and after.
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import os
 import platform
@@ -41,7 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from _timing import CLOCKS, timed  # noqa: E402
+from _timing import CLOCKS, timed, without_gc  # noqa: E402
 from torch import nn  # noqa: E402
 
 from structattn.encoders import EncoderConfig  # noqa: E402
@@ -198,16 +197,6 @@ def adamw(model: nn.Module, sizes: Sizes) -> torch.optim.AdamW:
 
 
 # -- timing ----------------------------------------------------------------------------------------------------
-def without_gc(fn: Callable[[], object]) -> Callable[[], None]:
-    def call() -> None:
-        gc.disable()
-        try:
-            fn()
-        finally:
-            gc.enable()
-    return call
-
-
 def best_of(calls: dict[str, Callable[[], None]], rounds: int, clock: Callable[[], float]) -> dict[str, float]:
     """Best time of each call over ``rounds`` interleaved rounds (a, b, c, a, b, c, ...), after one warm-up each."""
     for fn in calls.values():
