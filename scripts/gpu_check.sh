@@ -13,10 +13,17 @@
 #                    the rest as on CPU); a failure is recorded and the benchmark still runs
 #   gpu_bench.md     the benchmark table (rewritten after each row: a run cut short keeps its finished rows)
 #   gpu_bench.txt    the benchmark's console output (progress, tracebacks of failed cells)
-#   summary.txt      the exit codes
-# Time: about 8 minutes at most on an H200. Each step has a time limit (seconds; 124 = cut short):
-# GPU_CHECK_TEST_TIMEOUT (default 180) and GPU_CHECK_BENCH_TIMEOUT (default 270). Extra pytest arguments go in
-# GPU_CHECK_PYTEST_ARGS (e.g. "-m gpu" for the CUDA tests alone). Exit status 0 when both steps passed, else 1.
+#   multi30k/        Multi30k comparison (a) (configs/experiments/multi30k_priors.gin) for seed 0 with
+#                    training.precision = 'bf16' on the GPU, when the corpus is found ($STRUCTATTN_MULTI30K, else
+#                    shared/data/multi30k or ../shared/data/multi30k); resumable (--resume), so a second call
+#                    continues it; multi30k.txt is its console output and the wall time goes to summary.txt
+#   summary.txt      the exit codes and wall times
+# Steps: GPU_CHECK_STEPS (default "tests bench multi30k"; a device call has at most 10 minutes, so run
+# GPU_CHECK_STEPS="tests bench" first and GPU_CHECK_STEPS=multi30k after). Time: tests + benchmark about 8 minutes
+# on an H200. Each step has a time limit (seconds; 124 = cut short): GPU_CHECK_TEST_TIMEOUT (default 180),
+# GPU_CHECK_BENCH_TIMEOUT (default 270) and GPU_CHECK_M30K_TIMEOUT (default 540). Extra pytest arguments go in
+# GPU_CHECK_PYTEST_ARGS (e.g. "-m gpu" for the CUDA tests alone). Exit status 0 when every step run passed (a
+# Multi30k step cut short by its limit counts as passed: it resumes), else 1.
 set -euo pipefail
 
 outdir="${1:-${OUT:-gpu_results}}"
@@ -29,6 +36,11 @@ fi
 read -r -a pytest_extra <<< "${GPU_CHECK_PYTEST_ARGS:-}"
 test_timeout="${GPU_CHECK_TEST_TIMEOUT:-180}"
 bench_timeout="${GPU_CHECK_BENCH_TIMEOUT:-270}"
+m30k_timeout="${GPU_CHECK_M30K_TIMEOUT:-540}"
+steps=" ${GPU_CHECK_STEPS:-tests bench multi30k} "
+for step in $steps; do
+    case "$step" in tests|bench|multi30k) ;; *) echo "gpu_check: unknown step '$step' in GPU_CHECK_STEPS (tests, bench, multi30k)" >&2; exit 3 ;; esac
+done
 
 if [[ ! -f pyproject.toml || ! -d structattn ]]; then
     echo "gpu_check: run from the repository root (no pyproject.toml and structattn/ in $PWD)" >&2
@@ -69,8 +81,12 @@ for i in range(torch.cuda.device_count()):
 EOF
 } 2>&1 | tee "$outdir/env.txt"
 
-echo "== CUDA tests (limit ${test_timeout} s)"
 tests_rc=0
+bench_rc=0
+m30k_rc=0
+m30k_note="not run"
+if [[ "$steps" == *" tests "* ]]; then
+echo "== CUDA tests (limit ${test_timeout} s)"
 if python -c "import pytest" 2> /dev/null; then
     timeout -k 10 "$test_timeout" python -m pytest tests/attention -q -rs -p no:cacheprovider "${pytest_extra[@]}" \
         2>&1 | tee "$outdir/cuda_tests.txt" || tests_rc=$?
@@ -79,14 +95,40 @@ else
     tests_rc=127
 fi
 
+fi
+
+if [[ "$steps" == *" bench "* ]]; then
 echo "== GPU benchmark (limit ${bench_timeout} s)"
-bench_rc=0
 timeout -k 10 "$bench_timeout" python benchmarks/gpu.py --out "$outdir/gpu_bench.md" "${bench_args[@]}" \
     2>&1 | tee "$outdir/gpu_bench.txt" || bench_rc=$?
+fi
+
+if [[ "$steps" == *" multi30k "* ]]; then
+corpus="${STRUCTATTN_MULTI30K:-}"
+for candidate in shared/data/multi30k ../shared/data/multi30k; do
+    if [[ -z "$corpus" && -d "$candidate" ]]; then corpus="$(cd "$candidate" && pwd)"; fi
+done
+if [[ -z "$corpus" ]]; then
+    m30k_note="skipped: no Multi30k corpus (set STRUCTATTN_MULTI30K)"
+    echo "== Multi30k: $m30k_note"
+else
+    echo "== Multi30k comparison (a), seed 0, bf16 (limit ${m30k_timeout} s; corpus $corpus)"
+    m30k_started=$SECONDS
+    resume=()
+    if [[ -d "$outdir/multi30k" ]]; then resume=(--resume); fi
+    STRUCTATTN_MULTI30K="$corpus" timeout -k 10 "$m30k_timeout" python -m structattn.cli compare \
+        configs/experiments/multi30k_priors.gin --out "$outdir/multi30k" "${resume[@]}" --no-plots \
+        --gin-param "compare.seeds = [0]" --gin-param "training.precision = 'bf16'" \
+        2>&1 | tee -a "$outdir/multi30k.txt" || m30k_rc=$?
+    m30k_note="exit ${m30k_rc} after $((SECONDS - m30k_started)) s wall (0 finished: results.md; 124 cut short, resumes)"
+fi
+fi
 
 {
-    echo "tests: exit ${tests_rc} (0 passed, 1 failures, 124 cut short at ${test_timeout} s, 127 no pytest)"
-    echo "benchmark: exit ${bench_rc} (0 done, 2 no CUDA device, 124 cut short at ${bench_timeout} s)"
+    echo "steps:${steps% }"
+    echo "tests: exit ${tests_rc} (0 passed or not run, 1 failures, 124 cut short at ${test_timeout} s, 127 no pytest)"
+    echo "benchmark: exit ${bench_rc} (0 done or not run, 2 no CUDA device, 124 cut short at ${bench_timeout} s)"
+    echo "multi30k: ${m30k_note}"
     echo "total: $((SECONDS - started)) s; results in $outdir"
-} | tee "$outdir/summary.txt"
-[[ $tests_rc -eq 0 && $bench_rc -eq 0 ]]
+} | tee -a "$outdir/summary.txt"
+[[ $tests_rc -eq 0 && $bench_rc -eq 0 && ( $m30k_rc -eq 0 || $m30k_rc -eq 124 ) ]]

@@ -200,6 +200,13 @@ class SelectiveSelfAttention(StructuredAttention):
         hidden: torch.Tensor | None,
         return_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        # under autocast (training.precision = "bf16") the policy, the Gumbel logits and the selection kernel
+        # still run in float32 (their work dtype): only the output returns in q's dtype
+        with torch.autocast(device_type=q.device.type, enabled=False):
+            return self._attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None, *,
+                hidden: torch.Tensor | None, return_weights: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         assert hidden is not None
         b, h, n, d = q.shape
         if hidden.shape[-1] != self.d_model:

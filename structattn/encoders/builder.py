@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import replace
 from typing import Mapping
 
 from torch import nn
@@ -38,7 +40,8 @@ def build_encoder(
         raise ValueError(f"vocab_size must be >= 2 (padding + one token), got {vocab_size}")
     layers, used = [], set()
     for index, groups in enumerate(parse_plan(plan, config.num_layers, config.num_heads)):
-        modules = [build_group(g, index, config.head_dim, structure_fields) for g in groups]
+        modules = [build_group(with_layer_width(g, config.d_model), index, config.head_dim, structure_fields)
+                   for g in groups]
         used |= {g.structure for g in groups if g.structure is not None}
         attention = StructuredSelfAttention(config.d_model, groups, modules)
         layers.append(EncoderLayer(attention, config.d_model, config.ffn_dim, config.dropout))
@@ -46,6 +49,15 @@ def build_encoder(
     nn.init.normal_(embedding.weight, std=config.d_model**-0.5)
     positions = make_positions(config.positions, config.d_model, config.max_len)
     return Encoder(embedding, positions, layers, config.dropout, used)
+
+
+def with_layer_width(group: HeadGroup, d_model: int) -> HeadGroup:
+    """``group`` with ``d_model`` = the layer's width for variants that read the layer input (``ssan``'s policy
+    reads all of ``hidden``, whatever share of the heads its group has), unless the plan sets it."""
+    cls = ATTENTION.get(group.variant)
+    if cls.needs_hidden and "d_model" in inspect.signature(cls.__init__).parameters and "d_model" not in group.options:
+        return replace(group, options={**group.options, "d_model": d_model})
+    return group
 
 
 def build_group(

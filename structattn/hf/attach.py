@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import replace
 from typing import Any, Mapping
 
 from torch import nn
 
 import structattn
-from structattn.attention.base import ATTENTION
-from structattn.encoders.builder import build_group
+from structattn.encoders.builder import build_group, with_layer_width
 from structattn.encoders.plan import HeadGroup, parse_plan
 from structattn.hf.auto_config import mark_attached
 from structattn.hf import deberta, families, interface
@@ -114,7 +111,7 @@ def _build(
     for index, (module, groups) in enumerate(zip(found.modules, layers)):
         if _is_plain_full(groups):  # the model's own attention, untouched (DeBERTa: its own class and forward)
             continue
-        variants = [build_group(_with_width(g, d_model), index, families.head_dim(module), fields) for g in groups]
+        variants = [build_group(with_layer_width(g, d_model), index, families.head_dim(module), fields) for g in groups]
         terms = found.family.layer_terms(module)
         for group, variant in zip(groups, variants):
             if terms and not accepts_model_terms(variant):
@@ -143,14 +140,6 @@ def _shared_plan(layers: list[list[HeadGroup]], num_modules: int, plan: str, who
 
 def _is_plain_full(groups: list[HeadGroup]) -> bool:
     return len(groups) == 1 and groups[0].variant == "full" and groups[0].structure is None and not groups[0].options
-
-
-def _with_width(group: HeadGroup, d_model: int) -> HeadGroup:
-    """Give variants that read the layer input (``ssan``'s policy) the model width unless the plan sets it."""
-    cls = ATTENTION.get(group.variant)
-    if cls.needs_hidden and "d_model" in inspect.signature(cls.__init__).parameters and "d_model" not in group.options:
-        return replace(group, options={**group.options, "d_model": d_model})
-    return group
 
 
 def _structure_fields(

@@ -8,6 +8,10 @@ from typing import Any
 from structattn.training.values import as_float, as_int
 
 
+#: values of :attr:`TrainConfig.precision`
+PRECISIONS = ("fp32", "bf16")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation settings.
@@ -26,6 +30,10 @@ class TrainConfig:
         eval_every: evaluate on dev (and checkpoint) every this many steps, and at the end.
         patience: stop after this many evaluations without a better dev score (0: never stop early).
         eval_batch_size: sentences per evaluation batch.
+        precision: ``"fp32"`` (default) or ``"bf16"``: the training forward passes and losses run under
+            ``torch.autocast`` in bfloat16 (weights, optimiser state and gradients stay float32; evaluation and
+            decoding stay float32). Meant for GPUs with bf16 units; it also runs on CPUs. Recorded with the runs
+            only when not ``"fp32"``, so earlier runs keep their fingerprints.
 
     Resuming (``Trainer.fit(resume=...)``, ``structattn train --resume``) may change only ``max_steps``,
     ``eval_every``, ``patience`` and ``eval_batch_size``; other differences from the checkpoint are refused.
@@ -40,9 +48,14 @@ class TrainConfig:
     eval_every: int = 100
     patience: int = 5
     eval_batch_size: int = 64
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"training precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
         for f in fields(self):  # gin hands over whatever the config wrote: check the types first
+            if f.name == "precision":
+                continue
             convert = as_int if f.type in ("int", int) else as_float
             object.__setattr__(self, f.name, convert(f"training.{f.name}", getattr(self, f.name)))
         for name in ("max_steps", "batch_size", "eval_every", "eval_batch_size"):
@@ -53,4 +66,7 @@ class TrainConfig:
                 raise ValueError(f"training {name} must be >= 0, got {getattr(self, name)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["precision"] == "fp32":  # the default is left out: fingerprints of earlier runs stay as they were
+            del out["precision"]
+        return out

@@ -11,6 +11,7 @@ was trained with other settings (see :meth:`TrainingLoop.fit`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -186,6 +187,13 @@ class TrainingLoop:
         self.loop["loss_sum"] += float(loss.detach())
         self.loop["loss_count"] += 1
 
+    def autocast(self, device: torch.device | str) -> contextlib.AbstractContextManager:
+        """The context of a training forward pass: bfloat16 autocast on ``device`` when ``precision`` is
+        ``"bf16"``, else nothing."""
+        if self.config.precision == "bf16":
+            return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def _check_finite(self, what: str, value: torch.Tensor) -> None:
         stop_if_diverged(what, value, step=self.loop["step"] + 1, lr=self.scheduler.get_last_lr()[0],
                          run_id=self.run_id)
@@ -241,6 +249,9 @@ class TrainingLoop:
         for name, value in self.config.to_dict().items():
             if name not in RESUMABLE_CHANGES and name in saved and saved[name] != value:
                 differ.append(f"training.{name}: checkpoint {saved[name]!r}, config {value!r}")
+        if saved.get("precision", "fp32") != self.config.precision:
+            differ.append(f"training.precision: checkpoint {saved.get('precision', 'fp32')!r}, config "
+                          f"{self.config.precision!r}")
         if "seed" in data and data["seed"] != self.seed:
             differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
         old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}

@@ -56,7 +56,9 @@ class Seq2SeqTrainer(TrainingLoop):
     def _train_on(self, examples: Sequence[PairExample]) -> None:
         self.model.train()
         batch = pair_batch(examples, self.model.bos_id, self.model.eos_id).to(self.device)
-        self._update(self.model.loss(batch, self.label_smoothing))
+        with self.autocast(self.device):
+            loss = self.model.loss(batch, self.label_smoothing)
+        self._update(loss.float())
 
     def _dev_row(self, dev: Sequence[PairExample]) -> tuple[dict[str, float], float]:
         """The history row; ``dev_score`` (when given) or dev token accuracy picks the best weights."""

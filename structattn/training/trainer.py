@@ -69,7 +69,9 @@ class Trainer(TrainingLoop):
 
     def _step(self, batch: Batch) -> None:
         self.network.train()
-        self._update(task_loss(self.network(batch), batch.labels))
+        with self.autocast(self.context.device):
+            logits = self.network(batch)
+        self._update(task_loss(logits.float(), batch.labels))
 
     def _dev_row(self, dev: Sequence[Example]) -> tuple[dict[str, float], float]:
         """The history row (train loss summed over all processes) and dev accuracy, which picks the best."""

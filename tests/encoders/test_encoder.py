@@ -102,6 +102,18 @@ def test_ssan_gets_the_normed_layer_input(sentences):
     assert seen["hidden"] is seen["normed"]
 
 
+def test_ssan_in_a_share_of_the_heads_reads_the_whole_layer_input(sentences):
+    """A group of 1 of the 3 heads: its policy still reads all d_model = 12 features of ``hidden`` (it was built
+    for the group's 4 and failed at the first forward)."""
+    encoder = tiny_encoder("soft_bias(dependency)*2 + ssan(dependency)*1").eval()
+    ssan = encoder.layers[0].attention.variants[1]
+    assert ssan.d_model == TINY.d_model and ssan.policy_query.in_features == TINY.d_model
+    assert ssan.policy_query.out_features == TINY.d_model // TINY.num_heads  # one head's projections
+    batch = make_batch(sentences)
+    out = encoder(batch.input_ids, batch.token_mask, batch.structures)
+    assert torch.isfinite(out.hidden[batch.token_mask]).all()
+
+
 def test_embeddings_scaled_then_positions_added(sentences):
     config = EncoderConfig(d_model=12, num_layers=1, num_heads=3, ffn_dim=20, dropout=0.0)
     encoder = build_encoder(config, "full", 12, {}).eval()

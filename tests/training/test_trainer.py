@@ -190,6 +190,8 @@ def test_resume_with_other_settings_is_refused(data, tmp_path):
     with pytest.raises(ValueError, match=r"run 007_x_s0: cannot resume from .*last.pt'.*training.lr: checkpoint "
                                          r"0.003, config 0.01; seed: checkpoint 0, config 5\)"):
         trainer(seed=5, lr=1e-2).fit(examples["train"], examples["dev"], resume=last)
+    with pytest.raises(ValueError, match=r"training.precision: checkpoint 'fp32', config 'bf16'"):
+        trainer(precision="bf16").fit(examples["train"], examples["dev"], resume=last)
     changed_meta = trainer()
     changed_meta.checkpoint_extra = {"meta": {"plan": "soft_bias(dependency)", "run_id": "b"}}
     with pytest.raises(ValueError, match=r"plan: checkpoint 'full', config 'soft_bias\(dependency\)'"):
