@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,6 +31,8 @@ from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
 
 #: settings a resumed run may change (a longer run, other evaluation cadence); any other differs -> refused
+#: a gradient norm (before clipping) above this many times ``clip_norm`` is warned about, once per run
+CLIPPING_WARN_RATIO = 1e3
 RESUMABLE_CHANGES = frozenset({"max_steps", "eval_every", "patience", "eval_batch_size"})
 #: ``meta`` entries that describe the circumstances of a run rather than what it trains
 META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
@@ -181,6 +184,7 @@ class TrainingLoop:
         if self.config.clip_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
             self._check_finite("gradient norm", norm)
+            self._warn_if_clipping_dominates(float(norm))
         self.optimizer.step()
         self.scheduler.step()
         self.loop["step"] += 1
@@ -193,6 +197,20 @@ class TrainingLoop:
         if self.config.precision == "bf16":
             return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
+    def _warn_if_clipping_dominates(self, norm: float) -> None:
+        """Warn once per run when the gradient norm before clipping exceeds :data:`CLIPPING_WARN_RATIO` times
+        ``clip_norm``: the step is then set by a few huge components (an exploding estimator, a too-high lr)
+        and the other parameters barely move, a silent stall otherwise."""
+        if getattr(self, "_clipping_warned", False) or norm <= CLIPPING_WARN_RATIO * self.config.clip_norm:
+            return
+        self._clipping_warned = True
+        who = f"run {self.run_id}: " if self.run_id else ""
+        warnings.warn(f"{who}gradient norm {norm:.3g} before clipping at step {self.loop['step'] + 1} is over "
+                      f"{CLIPPING_WARN_RATIO:g}x training.clip_norm ({self.config.clip_norm:g}): the clipped update is "
+                      "set by the largest gradients and the other parameters barely move (hard ssan's straight-through "
+                      "gradient explodes on pretrained models: use ssan(..., soft=True) there; see docs/hf.md)",
+                      RuntimeWarning, stacklevel=2)
 
     def _check_finite(self, what: str, value: torch.Tensor) -> None:
         stop_if_diverged(what, value, step=self.loop["step"] + 1, lr=self.scheduler.get_last_lr()[0],

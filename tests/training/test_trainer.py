@@ -214,3 +214,25 @@ def test_the_translation_trainer_stops_on_divergence_too(monkeypatch):
     pairs = random_pairs(8)
     with pytest.raises(ValueError, match="training loss became nan at step 2 "):
         trainer.fit(pairs, pairs)
+
+
+def test_a_gradient_norm_far_above_clip_norm_is_warned_once(data, monkeypatch):
+    """Clipping that sets the whole update (norm > 1000x clip_norm: hard ssan on a pretrained model) is a
+    stall nobody sees in the loss column; it is warned about once per run, naming the run; ordinary runs are
+    not."""
+    import warnings
+
+    task, vocab, examples = data
+    config = TrainConfig(lr=3e-3, max_steps=3, batch_size=8, eval_every=3, warmup_steps=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Trainer(fresh(vocab), config, task.output, quiet=True).fit(examples["train"], examples["dev"])
+    assert not [w for w in caught if "before clipping" in str(w.message)]
+    real = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *a, **k: real(*a, **k) * 0 + 5e4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Trainer(fresh(vocab), config, task.output, quiet=True, run_id="003_x_s0").fit(examples["train"],
+                                                                                     examples["dev"])
+    messages = [str(w.message) for w in caught if "before clipping" in str(w.message)]
+    assert len(messages) == 1 and messages[0].startswith("run 003_x_s0: gradient norm 5e+04 before clipping at step 1")
