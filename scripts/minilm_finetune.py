@@ -3,6 +3,7 @@ structure prior (soft_bias, hard_mask, ssan over dependency trees) on three word
 English PUD, tested on gold trees and on the trees a user has: a spaCy parse of the same words.
 
     python scripts/minilm_finetune.py runs/minilm_finetune              # ~80 min of 2-core CPU, idle machine
+    python scripts/minilm_finetune.py runs/minilm_finetune --extra runs/minilm_finetune_ssan_soft  # + soft ssan
     python scripts/minilm_finetune.py runs/minilm_finetune --tables-only  # just print the tables
 
 Steps (each printed before it runs; a finished step is reused, nothing is overwritten):
@@ -15,6 +16,8 @@ Steps (each printed before it runs; a finished step is reused, nothing is overwr
    conventions, see ``scripts/parser_uas.py``), the labels stay gold. Its best-dev checkpoint is the one the
    run tested; per-item outputs go to ``FOLDER/parsed_trees/predictions/RUN_ID.json``. The plain MiniLM reads
    no tree, so its runs stand for themselves under both kinds of tree.
+   ``--extra DIR`` adds the runs of another comparison of the same tasks (``minilm_finetune_ssan_soft.gin``:
+   soft ssan, whose own folder is also run by step 1 when missing) to the tables.
 3. ``FOLDER/parsed_trees/results.md``: every setting (the prior ones twice, gold and parsed trees) against
    plain MiniLM, per task: mean +- std over the 5 seeds, paired bootstrap over test sentences with all seeds'
    outputs, Holm-corrected over each task's table, minimum detectable effect (``structattn.experiments.results``).
@@ -31,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune.gin"
+EXTRA_CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune_ssan_soft.gin"
 REFERENCE = "minilm"
 PARSED = " (spaCy trees at test)"
 NOTE = ("all-MiniLM-L6-v2 fine-tuned on the bundled gold English PUD (700 / 100 / 200 sentences; "
@@ -43,8 +47,9 @@ def run(command: list[str]) -> None:
     subprocess.run(command, check=True)
 
 
-def results_folder(folder: Path) -> Path:
-    """The folder whose ``runs/*.json`` are the comparison's records: ``FOLDER`` or, for shards, ``merged``."""
+def results_folder(folder: Path, config: Path = CONFIG) -> Path:
+    """The folder whose ``runs/*.json`` are the comparison's records: ``FOLDER`` or, for shards, ``merged``
+    (running ``config`` into it first when it holds neither)."""
     if (folder / "results.md").is_file():
         return folder
     shards = sorted(folder.glob("shard-*-of-*"))
@@ -52,7 +57,7 @@ def results_folder(folder: Path) -> Path:
         if not (folder / "merged" / "results.md").is_file():
             run(["structattn", "merge", str(folder)])
         return folder / "merged"
-    run(["structattn", "compare", str(CONFIG), "--out", str(folder), "--threads", "2"]
+    run(["structattn", "compare", str(config), "--out", str(folder), "--threads", "2"]
         + (["--resume"] if folder.exists() else []))
     return folder
 
@@ -104,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="the comparison's --out folder")
     parser.add_argument("--tables-only", action="store_true", help="print the finished tables, run nothing")
+    parser.add_argument("--extra", type=Path, action="append", default=[], metavar="DIR",
+                        help="another comparison's folder whose runs join the tables (repeatable); a missing one is "
+                             "run from configs/experiments/minilm_finetune_ssan_soft.gin")
     parser.add_argument("--reference", default=REFERENCE, help=f"the setting the others are tested against "
                         f"(default {REFERENCE!r})")
     args = parser.parse_args(argv)
@@ -119,16 +127,25 @@ def main(argv: list[str] | None = None) -> int:
     from structattn.experiments.results import write_tables
 
     torch.set_num_threads(2)
-    records = [json.loads(p.read_text()) for p in sorted((results_folder(args.folder) / "runs").glob("*.json"))]
-    if not records:
-        print(f"minilm_finetune: no run records under {args.folder}", file=sys.stderr)
-        return 2
+    records, roots = [], {}
+    for folder, config in [(args.folder, CONFIG), *((extra, EXTRA_CONFIG) for extra in args.extra)]:
+        found = [json.loads(p.read_text()) for p in sorted((results_folder(folder, config) / "runs").glob("*.json"))]
+        if not found:
+            print(f"minilm_finetune: no run records under {folder}", file=sys.stderr)
+            return 2
+        shift = 1 + max((r["index"] for r in records), default=-1)
+        for r in found:
+            if r["run_id"] in roots:
+                print(f"minilm_finetune: run {r['run_id']} is in both {roots[r['run_id']]} and {folder}", file=sys.stderr)
+                return 2
+            roots[r["run_id"]] = folder
+            records.append({**r, "index": shift + r["index"]})
     offset = 1 + max(r["index"] for r in records)
     extra = []
     prior = [r for r in records if has_prior(r)]
     print(f"scoring {len(prior)} runs with a prior on spaCy's test trees", flush=True)
     for k, record in enumerate(prior):
-        predictions = parsed_predictions(record, args.folder, out / "predictions")
+        predictions = parsed_predictions(record, roots[record["run_id"]], out / "predictions")
         accuracy = sum(predictions["correct"]) / sum(predictions["total"])
         print(f"  [{k + 1}/{len(prior)}] {record['run_id']}: gold {record['metrics']['test_accuracy']:.4f}, "
               f"parsed {accuracy:.4f}", flush=True)

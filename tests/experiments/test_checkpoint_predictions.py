@@ -97,3 +97,22 @@ def test_minilm_script_tables_the_prior_runs_twice_and_reuses_its_scores(compari
     assert [p.stat().st_mtime_ns for p in saved] == stamps  # scored once
     assert script.main([str(comparison), "--tables-only"]) == 0 and "| soft (spaCy trees at test) |" in capsys.readouterr().out
     assert script.main([str(comparison / "nowhere"), "--tables-only"]) == 2
+
+
+def test_minilm_script_joins_an_extra_comparison(comparison, tmp_path):
+    needs_english_parser()
+    extra = tmp_path / "extra"
+    api.compare(CONFIG, extra, quiet=True, plots=False, threads=1,
+                overrides=["compare.settings = {'mask': 'hard_mask(dependency)'}", "compare.seeds = [0]"])
+    spec = importlib.util.spec_from_file_location("minilm_finetune", ROOT / "scripts" / "minilm_finetune.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "main"
+    import shutil
+
+    shutil.copytree(comparison, out)
+    assert script.main([str(out), "--reference", "full", "--extra", str(extra)]) == 0
+    table = (out / "parsed_trees" / "results.md").read_text()
+    assert "| mask |" in table and "| mask (spaCy trees at test) |" in table and "| soft |" in table
+    assert (out / "parsed_trees" / "predictions" / "000_heads_mask_s0.json").is_file()
+    assert script.main([str(out), "--reference", "full", "--extra", str(comparison)]) == 2  # same runs twice
