@@ -31,6 +31,7 @@ import torch
 
 from _timing import CLOCKS, best_pair
 from structattn.hf import attach, local_model
+from structattn.hf.loading import transformers_quiet
 from structattn.structures import Sentence, get_provider
 from structattn.testing.inputs import random_heads
 
@@ -57,8 +58,9 @@ def make_model(quick: bool):
                             attention_probs_dropout_prob=0.0, hidden_size=32, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=64)
         return BertModel(config).train()
-    return BertModel.from_pretrained(str(local_model()), local_files_only=True, attn_implementation="sdpa",
-                                     attention_probs_dropout_prob=0.0).train()
+    with transformers_quiet():  # no "Loading weights" bar inside the table
+        return BertModel.from_pretrained(str(local_model()), local_files_only=True, attn_implementation="sdpa",
+                                         attention_probs_dropout_prob=0.0).train()
 
 
 def step(model, batch: dict) -> Callable[[], None]:

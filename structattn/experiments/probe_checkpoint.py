@@ -32,6 +32,7 @@ from structattn.experiments.runners import runner_for
 from structattn.experiments.spec import make_task
 from structattn.probes.stacking import chunks, pad_cat
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
+from structattn.progress import progress_disabled
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import Sentence
 from structattn.tasks.base import IGNORE
@@ -126,7 +127,8 @@ def encode(model: TaskModel, examples: Sequence[Example], batch_size: int = 16,
     model.eval()
     states: list[list[torch.Tensor]] = []
     attentions: list[list[torch.Tensor]] = []
-    for chunk in tqdm(list(chunks(examples, batch_size)), desc="encode", disable=not progress, leave=False):
+    bar_off = progress_disabled(not progress)
+    for chunk in tqdm(list(chunks(examples, batch_size)), desc="encode", disable=bar_off, leave=False):
         batch = make_batch(chunk, "token")
         with _layer_states(model) as hidden:
             out = model.encoder(batch.input_ids, batch.token_mask, batch.structures, return_weights=True)

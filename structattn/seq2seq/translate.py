@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from structattn.progress import progress_disabled
 from structattn.seq2seq.collate import PairExample, source_batch
 from structattn.seq2seq.config import Seq2SeqOptions
 from structattn.seq2seq.model import Seq2SeqModel
@@ -35,7 +36,7 @@ def translate_examples(model: Seq2SeqModel, examples: Sequence[PairExample], opt
     order = sorted(range(len(examples)), key=lambda i: -len(examples[i]))
     out: list[list[int]] = [[] for _ in examples]
     stepper_cls = CachedStepper if cached else RecomputeStepper
-    with tqdm(total=len(examples), desc=desc, disable=quiet, unit="sent") as bar:
+    with tqdm(total=len(examples), desc=desc, disable=progress_disabled(quiet), unit="sent") as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             source = source_batch([examples[i] for i in chunk]).to(device)

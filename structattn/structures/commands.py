@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from structattn.command_line import CommandParser, add_subcommand, apply_shared_flags, positive_int
+from structattn.progress import progress_disabled
 
 DEMO_PROVIDERS: list[tuple[str, dict[str, Any]]] = [
     ("dependency", {}),
@@ -107,7 +108,7 @@ def demo(limit: int | None, out: Path | None, quiet: bool, threads: int | None =
 
     sentences = load_bundled(limit)
     rows, first = [], {}
-    for name, options in tqdm(DEMO_PROVIDERS, desc="providers", disable=quiet):
+    for name, options in tqdm(DEMO_PROVIDERS, desc="providers", disable=progress_disabled(quiet)):
         provider = get_provider(name, **options)
         first[name] = provider.batch(sentences[:1])
         provider.batch(sentences[:64])  # warm-up: torch's first sparse products take most of a second
@@ -138,7 +139,7 @@ def precompute(input_path: Path, provider_name: str, options: dict[str, Any], ca
     sentences = read_conllu(input_path)
     provider = get_provider(provider_name, **options)
     cache = StructureCache(cache_dir)
-    for i in tqdm(range(0, len(sentences), 256), desc=f"{provider_name} structures", disable=quiet):
+    for i in tqdm(range(0, len(sentences), 256), desc=f"{provider_name} structures", disable=progress_disabled(quiet)):
         cache.get_or_compute(sentences[i : i + 256], provider)
     print(f"{len(sentences)} sentences of {input_path} cached under {cache_dir} ({provider!r})")
     return 0

@@ -59,7 +59,8 @@ def _parse_text_file(path: Path, limit: int | None, parser: str, cache: str | No
     annotator.options()  # a missing model fails here, before the progress bar
     store = None if cache is None else AnnotationCache(cache)
     quiet = progress_disabled()
-    with tqdm(total=len(texts), desc=f"parsing {path.name} ({parser})", unit="text", disable=quiet) as bar:
+    bar_off = progress_disabled(quiet)
+    with tqdm(total=len(texts), desc=f"parsing {path.name} ({parser})", unit="text", disable=bar_off) as bar:
         sentences = parse_in_chunks(annotator, texts, ids, store, bar)
     return sentences[:limit] if limit is not None else sentences
 

@@ -208,3 +208,12 @@ def test_the_command_with_dask_local(tmp_path, capsys, monkeypatch):
     assert "run 003_broken_hard-mask-dependency_s0 failed" in err
     assert records_in(tmp_path / "broken") == ["000_depth_full_s0.json", "001_depth_hard-mask-dependency_s0.json"]
     sys.modules.pop("broken_plugin", None)
+
+
+def test_local_workers_do_not_trim_the_heap_after_every_free(executor):
+    """Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536, which made training 8-9% slower on a worker than in
+    the client (benchmarks/dask_compare.py); a local:N cluster raises it."""
+    from structattn.experiments.executors import LOCAL_MALLOC_TRIM_THRESHOLD
+
+    seen = executor.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
+    assert set(seen.values()) == {str(LOCAL_MALLOC_TRIM_THRESHOLD)}

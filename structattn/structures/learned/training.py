@@ -8,6 +8,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from structattn.progress import progress_disabled
 from structattn.structures.learned.decode import mst_heads, tree_uuas
 from structattn.structures.learned.predictor import DistancePredictor, PredictorConfig
 from structattn.structures.learned.words import WordFeatures
@@ -39,7 +40,7 @@ def train_predictor(
     min_freq: int = 2,
     seed: int = 0,
     dev: Sequence[Sentence] | None = None,
-    progress: bool = False,
+    progress: bool = True,
 ) -> tuple[DistancePredictor, list[dict[str, float]]]:
     """Train a :class:`DistancePredictor` on the trees of ``sentences`` (their ``heads``).
 
@@ -71,7 +72,8 @@ def _train(sentences, config, epochs, lr, batch_size, min_freq, seed, dev, progr
     order = torch.Generator().manual_seed(seed)
     provider = DependencyProvider()
     history, best = [], (-1.0, None)
-    for epoch in tqdm(range(epochs), desc="train distance predictor", disable=not progress, leave=False):
+    bar_off = progress_disabled(not progress)
+    for epoch in tqdm(range(epochs), desc="train distance predictor", disable=bar_off, leave=False):
         model.train()
         total = 0.0
         for chunk in torch.randperm(len(sentences), generator=order).split(batch_size):

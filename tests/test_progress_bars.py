@@ -1,0 +1,48 @@
+"""Long loops show a progress bar by default, and none when asked to be quiet or under CI (``$CI`` set):
+``structattn.progress.progress_disabled`` decides for every bar, Python entry points included."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from structattn.probes.structural import DistanceProbe, fit_probe
+from structattn.structures.learned import train_predictor
+from structattn.structures.readers.bundled import load_bundled
+from structattn.structures.providers.base import lengths_token_mask
+
+
+def train_distance_predictor(**options):
+    train_predictor(load_bundled(12), epochs=2, **options)
+    return "train distance predictor"
+
+
+def fit_distance_probe(**options):
+    sentences = load_bundled(12)
+    token_mask = lengths_token_mask([len(s) for s in sentences])
+    n = token_mask.shape[1]
+    hidden = torch.randn(len(sentences), n, 8, generator=torch.Generator().manual_seed(0))
+    fit_probe(DistanceProbe(8, 4), hidden, token_mask, sentences, epochs=2, patience=1, **options)
+    return "fit DistanceProbe"
+
+
+LOOPS = [train_distance_predictor, fit_distance_probe]
+
+
+@pytest.mark.parametrize("loop", LOOPS, ids=lambda f: f.__name__)
+def test_a_long_loop_shows_its_bar_by_default(loop, capsys, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    label = loop()
+    assert label in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loop", LOOPS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("how", ["progress=False", "CI=true"])
+def test_a_long_loop_is_quiet_when_asked_or_under_ci(loop, how, capsys, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    if how == "CI=true":
+        monkeypatch.setenv("CI", "true")
+        label = loop()
+    else:
+        label = loop(progress=False)
+    assert label not in capsys.readouterr().err
