@@ -12,9 +12,9 @@ is text, see :func:`is_config_text`). Includes in a config text resolve as in a 
 their own folder: from the repository's ``configs/`` (``include 'models/tiny.gin'``), then the working folder.
 
 Differences from the commands: nothing is printed (progress bars aside, off with ``quiet=True`` or ``$CI``);
-``threads=None`` leaves torch's threads as they are unless the config binds ``compare.threads`` /
-``train.threads`` (the commands default to the cores not busy); provenance records the process's own command
-line (``sys.argv``).
+``threads=None`` keeps torch's thread count but caps it at the cores not busy now, as the commands' default
+does (a config's ``compare.threads`` / ``train.threads`` still wins), and the caller's count is restored when the
+function returns; provenance records the process's own command line (``sys.argv``).
 
 This module imports nothing heavy; each function imports what it runs.
 """
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from structattn.command_line import check_not_an_input
+from structattn.command_line import busy_aware_threads, check_not_an_input
 from structattn.experiments.outputs import MODES
 from structattn.experiments.probe_options import PROBES
 from structattn.progress import progress_disabled
@@ -79,7 +79,7 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
                 raise ValueError(f"dask must be a scheduler address or 'local:N', got {dask!r}")
             overrides = [*([overrides] if isinstance(overrides, str) else overrides), f"compare.dask = {dask!r}"]
         parse_config(path, overrides, threads, "compare")
-    with gin_suffix_removed():
+    with gin_suffix_removed(), busy_aware_threads(None):  # an explicit `threads` is bound in gin above
         return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
                                  mode=mode)
 
@@ -112,7 +112,7 @@ def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, override
     with config_file(config_or_path) as path:
         check_not_an_input(out, [path], written=TRAIN_OUTPUTS)
         parse_config(path, overrides, threads, "train")
-    with gin_suffix_removed():
+    with gin_suffix_removed(), busy_aware_threads(None):  # an explicit `threads` is bound in gin above
         return gin_setup.train(out, quiet=progress_disabled(quiet), mode=mode, dry_run=dry_run)
 
 
@@ -120,7 +120,7 @@ def probe(model: str | os.PathLike, treebank: str | os.PathLike, out: str | os.P
           probes: str | Sequence[str] = PROBES,
           layers: str | Sequence[int] | None = None, control: bool = True, limit: int | None = None,
           test_fraction: float = 0.25, epochs: int = 30, seed: int = 0, overwrite: bool = False,
-          quiet: bool = False, imports: Sequence[str] = ()) -> list[dict[str, Any]]:
+          quiet: bool = False, threads: int | None = None, imports: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Structural probes and attention trees per layer, as ``structattn probe`` (see
     :mod:`structattn.experiments.probe_command`).
 
@@ -137,6 +137,7 @@ def probe(model: str | os.PathLike, treebank: str | os.PathLike, out: str | os.P
         test_fraction, epochs, seed: the held-out share, probe training epochs, and the seed.
         overwrite: write into a folder that is not empty.
         quiet: no progress bars.
+        threads: torch's intra-op threads (``--threads``); ``None``: torch's count capped at the cores not busy.
         imports: plugin modules or ``.py`` files imported first (``--import``).
 
     Returns:
@@ -149,9 +150,10 @@ def probe(model: str | os.PathLike, treebank: str | os.PathLike, out: str | os.P
     from structattn.experiments.probe_cli import probe as probe_to_folder
 
     _start("refuse", imports)
-    return probe_to_folder(model, treebank, out, probes=probes, layers=layers, control=control, limit=limit,
-                           test_fraction=test_fraction, epochs=epochs, seed=seed, overwrite=overwrite,
-                           quiet=quiet)
+    with busy_aware_threads(threads):
+        return probe_to_folder(model, treebank, out, probes=probes, layers=layers, control=control, limit=limit,
+                               test_fraction=test_fraction, epochs=epochs, seed=seed, overwrite=overwrite,
+                               quiet=quiet)
 
 
 def _start(mode: str, imports: Sequence[str]) -> None:

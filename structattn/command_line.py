@@ -17,10 +17,11 @@ This module imports nothing heavy: a command's ``--help`` answers without import
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from structattn.progress import progress_disabled
 
@@ -42,6 +43,30 @@ def default_threads() -> int:
     except (AttributeError, OSError):
         return cores
     return max(1, min(cores, cores - round(load)))
+
+
+@contextlib.contextmanager
+def busy_aware_threads(threads: int | None) -> Iterator[int]:
+    """torch's intra-op threads for the length of a long Python call, restored afterwards: ``threads`` when
+    given (>= 1), else torch's current count capped at the cores not busy now (:func:`default_threads`).
+
+    The Python entry points (``structattn.compare``, ``train``, ``probe``, ``train_predictor``) use it so that,
+    like the commands, they never oversubscribe a busy machine: with two threads on a 2-core machine where
+    another process holds one core, every multi-threaded op waits for a descheduled thread (training the
+    parser-free predictor ran 20x slower so). It never raises the count above the caller's own
+    ``torch.set_num_threads``. Yields the count in use.
+    """
+    import torch
+
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a whole number >= 1 or None, got {threads!r}")
+    before = torch.get_num_threads()
+    chosen = threads if threads is not None else min(before, default_threads())
+    torch.set_num_threads(chosen)
+    try:
+        yield chosen
+    finally:
+        torch.set_num_threads(before)
 
 
 def positive_int(text: str) -> int:

@@ -2,6 +2,7 @@
 files, the same errors, plugins through ``imports=``, config text as well as files; ``import structattn`` light."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -126,12 +127,48 @@ def test_config_text_resolves_includes_from_configs(tmp_path, capsys):
     assert not (tmp_path / "z").exists()
 
 
-def test_threads_win_over_the_config(tmp_path):
+def count_threads_inside(monkeypatch, module, name):
+    """Wrap ``module.name`` so that it records torch's thread count at the end of each call."""
+    inside, real = [], getattr(module, name)
+
+    def wrapped(*args, **kwargs):
+        result = real(*args, **kwargs)
+        inside.append(torch.get_num_threads())
+        return result
+
+    monkeypatch.setattr(module, name, wrapped)
+    return inside
+
+
+def test_threads_win_over_the_config_and_the_callers_count_comes_back(tmp_path, monkeypatch):
+    from structattn.experiments import gin_setup
+
     torch.set_num_threads(2)
+    inside = count_threads_inside(monkeypatch, gin_setup, "train")
     structattn.train("configs/train_example.gin", tmp_path / "dry", overrides=TRAIN, threads=1, dry_run=True)
-    assert torch.get_num_threads() == 1 and not (tmp_path / "dry").exists()
+    assert inside == [1] and torch.get_num_threads() == 2 and not (tmp_path / "dry").exists()
     with pytest.raises(ValueError, match="train.threads must be >= 1, got 0"):
         structattn.train("configs/train_example.gin", tmp_path / "dry", overrides=TRAIN, threads=0, dry_run=True)
+
+
+@pytest.mark.parametrize("load, expected", [(0.0, 2), (1.2, 1), (5.0, 1)])
+def test_without_threads_the_entry_points_use_only_the_cores_not_busy(tmp_path, monkeypatch, load, expected):
+    """A busy 2-core machine: threads=None caps torch's count at the free cores (as the commands' default),
+    never above the caller's own count, and gives the caller's count back afterwards."""
+    from structattn.experiments import gin_setup, probe_cli
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    torch.set_num_threads(2)
+    inside = count_threads_inside(monkeypatch, gin_setup, "train")
+    structattn.train("configs/train_example.gin", tmp_path / "dry", overrides=TRAIN, dry_run=True)
+    probed = []
+    monkeypatch.setattr(probe_cli, "probe", lambda *a, **k: probed.append(torch.get_num_threads()) or [])
+    structattn.probe("models/none", "none.conllu", tmp_path / "p")
+    assert inside == [expected] and probed == [expected] and torch.get_num_threads() == 2
+    torch.set_num_threads(1)  # the caller's own lower count is kept
+    structattn.train("configs/train_example.gin", tmp_path / "dry", overrides=TRAIN, dry_run=True)
+    assert inside[-1] == 1 and torch.get_num_threads() == 1
 
 
 def test_plugins_through_imports_are_loaded_and_recorded(tmp_path, monkeypatch):

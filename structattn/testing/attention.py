@@ -88,7 +88,7 @@ def close(got: torch.Tensor, want: torch.Tensor, what: str, atol: float, rtol: f
     try:
         torch.testing.assert_close(got, want, atol=atol, rtol=rtol)
     except AssertionError as err:
-        diff = (got.double() - want.double()).abs()
+        diff = (got.detach().double() - want.detach().double()).abs()
         worst = diff.nan_to_num(float("inf")).argmax()
         where = tuple(int(i) for i in torch.unravel_index(worst, diff.shape)) if diff.numel() else ()
         raise AssertionError(f"{what}: largest difference {float(diff.flatten()[worst]):.3g} at index {where} "

@@ -159,6 +159,32 @@ def test_dev_selection_keeps_the_best_epoch(grammar):
     assert learned.evaluate_uuas(model, grammar["test"][:20]) == pytest.approx(max(r["dev_uuas"] for r in history))
 
 
+def test_training_leaves_the_busy_cores_alone(grammar, monkeypatch):
+    """On a 2-core machine with one core busy the predictor trains on one thread (two made it 20x slower
+    there), threads=N wins, a bad count is refused, and the caller's count comes back."""
+    import os
+
+    from structattn.structures.learned import predictor
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.1, 1.0, 1.0))
+    seen, forward = [], predictor.DistancePredictor.forward
+    monkeypatch.setattr(predictor.DistancePredictor, "forward",
+                        lambda self, *a: (seen.append(torch.get_num_threads()), forward(self, *a))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        learned.train_predictor(grammar["train"][:8], config(), epochs=1, min_freq=1)
+        assert set(seen) == {1} and torch.get_num_threads() == 2
+        seen.clear()
+        learned.train_predictor(grammar["train"][:8], config(), epochs=1, min_freq=1, threads=2)
+        assert set(seen) == {2}
+        with pytest.raises(ValueError, match="threads must be a whole number >= 1 or None, got 0"):
+            learned.train_predictor(grammar["train"][:8], config(), epochs=1, threads=0)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_training_rejects_sentences_without_trees():
     with pytest.raises(ValueError, match="sentence 'x1' has no heads"):
         learned.train_predictor([Sentence(["a", "b"], id="x1")], config(), epochs=1)

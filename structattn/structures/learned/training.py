@@ -8,6 +8,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from structattn.command_line import busy_aware_threads
 from structattn.progress import progress_disabled
 from structattn.structures.learned.decode import mst_heads, tree_uuas
 from structattn.structures.learned.predictor import DistancePredictor, PredictorConfig
@@ -41,12 +42,15 @@ def train_predictor(
     seed: int = 0,
     dev: Sequence[Sentence] | None = None,
     progress: bool = True,
+    threads: int | None = None,
 ) -> tuple[DistancePredictor, list[dict[str, float]]]:
     """Train a :class:`DistancePredictor` on the trees of ``sentences`` (their ``heads``).
 
     Deterministic given ``seed`` (initialisation, dropout and minibatch order come from it; the global
     torch RNG is restored afterwards). With ``dev`` sentences the weights of the epoch with the best dev
-    UUAS are kept (early stopping by selection); else those of the last epoch.
+    UUAS are kept (early stopping by selection); else those of the last epoch. ``threads``: torch's intra-op
+    threads while training (``None``: the current count capped at the cores not busy, so a busy machine is not
+    oversubscribed; the caller's count is restored afterwards).
 
     Returns:
         the trained model in eval mode, and per epoch ``{"epoch", "loss"}`` (plus ``"dev_uuas"``).
@@ -61,7 +65,7 @@ def train_predictor(
             raise ValueError(f"train_predictor: sentence {s.id!r} has no heads (a tree is needed to learn from)")
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"train_predictor: epochs and batch_size must be >= 1, got {epochs} and {batch_size}")
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), busy_aware_threads(threads):
         torch.manual_seed(seed)
         return _train(list(sentences), config, epochs, lr, batch_size, min_freq, seed, dev, progress)
 
