@@ -99,7 +99,9 @@ def _assert_zero_bias_equals_unattached(model, batch, plan="soft_bias(dependency
     H.attach(model, plan)
     with torch.no_grad():
         got, want = _states(model, batch), _states(reference, _plain(batch))
-    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+    # float32 equality up to rounding: the attached layer computes attention through another kernel than the
+    # family's own (T5's unscaled scores reach ~1.4 and differed by 1.07e-6 at one element of 2,720 in CI)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1.3e-6)
     with torch.no_grad():  # and the variants did run: a non-zero table moves the outputs
         for attached in H.attached_layers(model).values():
             attached.variants[0].table.normal_(generator=torch.Generator().manual_seed(1))
