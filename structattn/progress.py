@@ -1,10 +1,19 @@
-"""When to hide progress bars: on request, and always under CI (the ``CI`` environment variable set)."""
+"""Progress bars, and when to hide them: on request, and always under CI (the ``CI`` environment variable set)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 
 def progress_disabled(quiet: bool = False) -> bool:
     """``True`` when asked to be quiet or when ``$CI`` is ``1``, ``true`` or ``yes``."""
     return bool(quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+
+
+def progress_bar(iterable: Any = None, *, quiet: bool = False, **kwargs: Any) -> Any:
+    """A ``tqdm.auto`` bar over ``iterable`` (or a manual one: ``total=...``), hidden when
+    :func:`progress_disabled` says so; ``kwargs`` go to tqdm. Every long loop's bar is made here."""
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, disable=progress_disabled(quiet), **kwargs)

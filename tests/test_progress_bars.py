@@ -7,12 +7,15 @@ import pytest
 import torch
 
 from structattn.probes.structural import DistanceProbe, fit_probe
-from structattn.structures.learned import train_predictor
 from structattn.structures.readers.bundled import load_bundled
 from structattn.structures.providers.base import lengths_token_mask
 
 
 def train_distance_predictor(**options):
+    # imported here, not at collection: importing the package registers "learned_dependency", which the
+    # provider contract test would then parametrize over (see tests/structures/test_learned_provider.py)
+    from structattn.structures.learned import train_predictor
+
     train_predictor(load_bundled(12), epochs=2, **options)
     return "train distance predictor"
 

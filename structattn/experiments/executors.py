@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from structattn.experiments.spec import RunSpec
+from structattn.progress import progress_bar
 from structattn.training.distributed import Distributed
 
 #: how long a client waits for a scheduler to answer, and for a first worker to join it (seconds)
@@ -221,8 +222,6 @@ class DaskExecutor(Executor):
                              "path (a shared mount such as NFS; see docs/cluster.md)")
 
     def run(self, jobs: Sequence[RunJob], work: Work, total: int) -> Iterator[Outcome]:
-        from tqdm.auto import tqdm
-
         distributed = import_distributed()
         settings = WorkerSettings(torch.get_num_threads(), _command(), tuple(_plugins()))
         futures = {}
@@ -230,7 +229,7 @@ class DaskExecutor(Executor):
             job = replace(job, out=str(Path(job.out).resolve()))
             key = f"{job.spec.run_id}-{uuid.uuid4().hex[:8]}"
             futures[key] = (job.spec, self.client.submit(run_on_worker, work, job, settings, key=key, pure=False))
-        bar = tqdm(total=len(jobs), desc="runs", unit="run", disable=self.quiet)
+        bar = progress_bar(total=len(jobs), quiet=self.quiet, desc="runs", unit="run")
         try:
             for future in distributed.as_completed([f for _, f in futures.values()]):
                 spec = futures[future.key][0]

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from structattn.encoders import TaskModel, Vocab
 from structattn.experiments.probe_command import PROBES, check_probes, probe_encoded, split
@@ -32,7 +31,7 @@ from structattn.experiments.runners import runner_for
 from structattn.experiments.spec import make_task
 from structattn.probes.stacking import chunks, pad_cat
 from structattn.hf.pooling import first_piece_states, piece_matrix, word_attention
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.providers.base import StructureProvider
 from structattn.structures.sentence import Sentence
 from structattn.tasks.base import IGNORE
@@ -127,8 +126,7 @@ def encode(model: TaskModel, examples: Sequence[Example], batch_size: int = 16,
     model.eval()
     states: list[list[torch.Tensor]] = []
     attentions: list[list[torch.Tensor]] = []
-    bar_off = progress_disabled(not progress)
-    for chunk in tqdm(list(chunks(examples, batch_size)), desc="encode", disable=bar_off, leave=False):
+    for chunk in progress_bar(list(chunks(examples, batch_size)), quiet=not progress, desc="encode", leave=False):
         batch = make_batch(chunk, "token")
         with _layer_states(model) as hidden:
             out = model.encoder(batch.input_ids, batch.token_mask, batch.structures, return_weights=True)

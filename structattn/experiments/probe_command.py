@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from structattn.hf.attach import CONFIG_KEY, attach
 from structattn.hf.collator import StructureCollator
@@ -41,7 +40,7 @@ from structattn.hf.pooling import first_piece_states, piece_matrix, word_attenti
 from structattn.experiments.probe_options import PROBES
 from structattn.probes import structural, tree_induction
 from structattn.probes.stacking import chunks, pad_cat
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence
 
 COLUMNS = ("model", "layer", "head", "probe", "metric", "value")
@@ -100,7 +99,7 @@ def probe_encoded(states: Sequence[torch.Tensor], attentions: Sequence[torch.Ten
     if bad:
         raise ValueError(f"layers {bad} outside 0..{num_layers} ({num_layers} layers; 0 is the embeddings)")
     rows: list[dict[str, Any]] = []
-    for layer in tqdm(chosen, desc=f"probe {name}", disable=progress_disabled(not progress)):
+    for layer in progress_bar(chosen, quiet=not progress, desc=f"probe {name}"):
         for probe in (p for p in probes if p in _METRICS):
             rows += _structural(probe, states[layer], train, test, layer, name, epochs, seed)
         if "tree_induction" in probes and layer >= 1:
@@ -132,8 +131,7 @@ def encode(model: Any, tokenizer: Any, sentences: Sequence[Sentence], batch_size
     training = model.training
     with eager_attention(model):
         model.eval()
-        bar_off = progress_disabled(not progress)
-        for chunk in tqdm(list(chunks(sentences, batch_size)), desc="encode", disable=bar_off, leave=False):
+        for chunk in progress_bar(list(chunks(sentences, batch_size)), quiet=not progress, desc="encode", leave=False):
             encoded = collator.encode(chunk)
             out = model.base_model(**encoded.batch, output_hidden_states=True, output_attentions=True)
             pieces = piece_matrix(encoded.word_ids, encoded.batch["input_ids"].shape[1])

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from structattn.hf.attach import attach
 from structattn.hf.collator import StructureCollator
 from structattn.hf.pretrain_config import PretrainConfig
 from structattn.hf.tokenizer import train_wordpiece
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence
 
 
@@ -111,7 +110,7 @@ def _train(model: Any, batches: _Batches, masker: Any, config: PretrainConfig, p
     special = torch.tensor(batches.tokenizer.all_special_ids)
     model.train()
     losses: list[float] = []
-    bar = tqdm(range(config.steps), desc="pretrain MLM", disable=progress_disabled(not progress))
+    bar = progress_bar(range(config.steps), quiet=not progress, desc="pretrain MLM")
     for _ in bar:
         batch = batches.next()
         no_mask = torch.isin(batch["input_ids"], special) | ~batch["attention_mask"].bool()

@@ -49,9 +49,8 @@ import torch
 from einops import einsum
 from scipy.stats import spearmanr
 from torch import nn
-from tqdm.auto import tqdm
 
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.providers import get_provider
 from structattn.structures.sentence import Sentence
 from structattn.structures.trees import Edge, probe_loss, punctuation_keep, spanning_tree, tree_edges, uuas
@@ -289,7 +288,7 @@ def fit_probe(
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=lr_factor, patience=0)
     curve, best_state = FitCurve(), None
-    bar = tqdm(range(epochs), desc=f"fit {type(probe).__name__}", disable=progress_disabled(not progress), leave=False)
+    bar = progress_bar(range(epochs), quiet=not progress, desc=f"fit {type(probe).__name__}", leave=False)
     for epoch in bar:
         curve.lr.append(optimizer.param_groups[0]["lr"])
         curve.train_loss.append(_train_epoch(probe, optimizer, train, batch_size, generator))

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.seq2seq.collate import PairExample, source_batch
 from structattn.seq2seq.config import Seq2SeqOptions
 from structattn.seq2seq.model import Seq2SeqModel
@@ -36,7 +35,7 @@ def translate_examples(model: Seq2SeqModel, examples: Sequence[PairExample], opt
     order = sorted(range(len(examples)), key=lambda i: -len(examples[i]))
     out: list[list[int]] = [[] for _ in examples]
     stepper_cls = CachedStepper if cached else RecomputeStepper
-    with tqdm(total=len(examples), desc=desc, disable=progress_disabled(quiet), unit="sent") as bar:
+    with progress_bar(total=len(examples), quiet=quiet, desc=desc, unit="sent") as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             source = source_batch([examples[i] for i in chunk]).to(device)

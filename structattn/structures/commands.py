@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from structattn.command_line import CommandParser, add_subcommand, apply_shared_flags, positive_int
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 
 DEMO_PROVIDERS: list[tuple[str, dict[str, Any]]] = [
     ("dependency", {}),
@@ -96,7 +96,6 @@ def demo(limit: int | None, out: Path | None, quiet: bool, threads: int | None =
     timing column depends on torch's thread count: ``threads`` sets it (default: torch's own choice), and
     the table header says which was used."""
     import torch
-    from tqdm import tqdm
 
     from structattn.structures import get_provider
 
@@ -108,7 +107,7 @@ def demo(limit: int | None, out: Path | None, quiet: bool, threads: int | None =
 
     sentences = load_bundled(limit)
     rows, first = [], {}
-    for name, options in tqdm(DEMO_PROVIDERS, desc="providers", disable=progress_disabled(quiet)):
+    for name, options in progress_bar(DEMO_PROVIDERS, quiet=quiet, desc="providers"):
         provider = get_provider(name, **options)
         first[name] = provider.batch(sentences[:1])
         provider.batch(sentences[:64])  # warm-up: torch's first sparse products take most of a second
@@ -129,8 +128,6 @@ def demo(limit: int | None, out: Path | None, quiet: bool, threads: int | None =
 
 def precompute(input_path: Path, provider_name: str, options: dict[str, Any], cache_dir: Path, quiet: bool) -> int:
     """Fill the disk cache with the structures of every sentence in a CoNLL-U file."""
-    from tqdm import tqdm
-
     from structattn.structures import get_provider, read_conllu
     from structattn.structures.cache import StructureCache
 
@@ -139,7 +136,7 @@ def precompute(input_path: Path, provider_name: str, options: dict[str, Any], ca
     sentences = read_conllu(input_path)
     provider = get_provider(provider_name, **options)
     cache = StructureCache(cache_dir)
-    for i in tqdm(range(0, len(sentences), 256), desc=f"{provider_name} structures", disable=progress_disabled(quiet)):
+    for i in progress_bar(range(0, len(sentences), 256), quiet=quiet, desc=f"{provider_name} structures"):
         cache.get_or_compute(sentences[i : i + 256], provider)
     print(f"{len(sentences)} sentences of {input_path} cached under {cache_dir} ({provider!r})")
     return 0

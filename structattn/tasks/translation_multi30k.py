@@ -40,9 +40,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm.auto import tqdm
 
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence
 from structattn.tasks.base import register_task
 from structattn.tasks.translation import TranslationTask
@@ -159,7 +158,7 @@ def parse_english(texts: Sequence[str], ids: Sequence[str], cache_dir: Path, mod
 
     annotator, cache = SpacyAnnotator(model or ENGLISH_PARSER), AnnotationCache(cache_dir)
     start, grouped = time.perf_counter(), []
-    with tqdm(total=len(texts), desc="multi30k: English parses", unit="text", disable=progress_disabled()) as bar:
+    with progress_bar(total=len(texts), desc="multi30k: English parses", unit="text") as bar:
         for k in range(0, len(texts), PARSE_CHUNK):
             grouped += cache.get_or_parse(list(texts[k:k + PARSE_CHUNK]), annotator)
             bar.update(len(texts[k:k + PARSE_CHUNK]))

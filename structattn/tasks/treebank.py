@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm.auto import tqdm
 
 from structattn.tasks.base import Item, Task
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence
 
 
@@ -58,9 +57,7 @@ def _parse_text_file(path: Path, limit: int | None, parser: str, cache: str | No
     annotator = get_annotator(parser)
     annotator.options()  # a missing model fails here, before the progress bar
     store = None if cache is None else AnnotationCache(cache)
-    quiet = progress_disabled()
-    bar_off = progress_disabled(quiet)
-    with tqdm(total=len(texts), desc=f"parsing {path.name} ({parser})", unit="text", disable=bar_off) as bar:
+    with progress_bar(total=len(texts), desc=f"parsing {path.name} ({parser})", unit="text") as bar:
         sentences = parse_in_chunks(annotator, texts, ids, store, bar)
     return sentences[:limit] if limit is not None else sentences
 

@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from structattn.encoders.batch import Batch
 from structattn.encoders.vocab import Vocab
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.tasks.base import IGNORE, Item, Label, Task
 from structattn.structures.alignment import align_to_subwords
 from structattn.structures.cache import StructureCache
@@ -77,7 +76,7 @@ def encode_inputs(
     structures: list[dict[str, Structure]] = [{} for _ in items]
     chunks = [order[k:k + chunk] for k in range(0, len(order), chunk)]
     subwords = vocab.splitter is not None
-    for idx in tqdm(chunks, desc=desc, disable=progress_disabled(quiet) or not providers, leave=False):
+    for idx in progress_bar(chunks, quiet=quiet or not providers, desc=desc, leave=False):
         for name, provider in providers.items():
             on_tokens = subwords and "band" in provider.provides  # position-based: built on the tokens
             chunk_items = [_token_sentence(items[i], encoded[i][0], vocab) if on_tokens else items[i] for i in idx]

@@ -6,10 +6,9 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from structattn.encoders.model import TaskModel
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.tasks.base import IGNORE
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.data import Example, make_batch
@@ -29,7 +28,7 @@ def evaluate(model: TaskModel, examples: Sequence[Example], output: str, batch_s
     sampler = LengthBucketSampler([len(e) for e in examples], batch_size, shuffle=False,
                                   rank=context.rank, world_size=context.world_size)
     sums = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, targets
-    for idx in tqdm(sampler.batches(), desc=desc, disable=progress_disabled(quiet), leave=False):
+    for idx in progress_bar(sampler.batches(), quiet=quiet, desc=desc, leave=False):
         batch = make_batch([examples[i] for i in idx], output).to(context.device)
         logits = model(batch)
         kept = batch.labels != IGNORE

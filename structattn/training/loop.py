@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
@@ -162,8 +162,7 @@ class TrainingLoop:
     def _train(self, train: Sequence[Any], dev: Sequence[Any]) -> None:
         """The step loop, from where :attr:`loop` stands to ``max_steps`` or early stopping."""
         sampler = self._sampler(train)
-        bar = tqdm(total=self.config.max_steps, initial=self.loop["step"], desc="train",
-                   disable=progress_disabled(self.quiet))
+        bar = progress_bar(total=self.config.max_steps, initial=self.loop["step"], desc="train", quiet=self.quiet)
         stop = self.loop["step"] >= self.config.max_steps
         while not stop:
             batches = sampler.batches(self.loop["epoch"])

@@ -16,7 +16,7 @@ from typing import Any
 from tqdm import tqdm
 
 from structattn.command_line import apply_shared_flags, check_not_an_input, command_parser, positive_int
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.annotators import ANNOTATORS, Annotator, get_annotator
 from structattn.structures.annotators.sharding import merge_shards, parse_sharded
 from structattn.structures.cache import AnnotationCache, write_atomic
@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
     texts, ids = read_texts(args.input)
     annotator = make_annotator(args)
     annotator.options()  # fails here, before any progress bar, when a model is missing (stanza checks its files)
-    quiet_bar = progress_disabled(args.quiet)
-    with tqdm(total=len(texts), desc=f"parsing ({args.parser})", unit="text", disable=quiet_bar) as bar:
+    with progress_bar(total=len(texts), quiet=args.quiet, desc=f"parsing ({args.parser})", unit="text") as bar:
         parse = in_process if args.processes == 1 else sharded
         count, stats = parse(args, annotator, texts, ids, bar)
     if not args.quiet:

@@ -6,10 +6,9 @@ import copy
 from typing import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from structattn.command_line import busy_aware_threads
-from structattn.progress import progress_disabled
+from structattn.progress import progress_bar
 from structattn.structures.learned.decode import mst_heads, tree_uuas
 from structattn.structures.learned.predictor import DistancePredictor, PredictorConfig
 from structattn.structures.learned.words import WordFeatures
@@ -76,8 +75,7 @@ def _train(sentences, config, epochs, lr, batch_size, min_freq, seed, dev, progr
     order = torch.Generator().manual_seed(seed)
     provider = DependencyProvider()
     history, best = [], (-1.0, None)
-    bar_off = progress_disabled(not progress)
-    for epoch in tqdm(range(epochs), desc="train distance predictor", disable=bar_off, leave=False):
+    for epoch in progress_bar(range(epochs), quiet=not progress, desc="train distance predictor", leave=False):
         model.train()
         total = 0.0
         for chunk in torch.randperm(len(sentences), generator=order).split(batch_size):
