@@ -15,10 +15,11 @@ tokenizer is trained on the task's train items. ``plan`` (default ``"full"``) is
 word's first sub-token, structures aligned with ``align_to_subwords``); the task head sits on the encoder's
 last hidden states.
 
-Learning rates (fine-tuning practice): the pretrained weights train at ``training.lr`` (set it to about
-2e-5 for a pretrained model), the new parameters (structattn variants and the task head) at the setting's
-``new_lr`` (default 1e-3), both with the trainer's warmup; the training loop takes the groups from
-:meth:`HFTaskModel.parameter_groups`.
+Learning rates (fine-tuning practice): the pretrained weights train at the setting's ``pretrained_lr``
+(default ``training.lr``; set it to about 2e-5-1e-4 for a pretrained model), the new parameters (structattn
+variants and the task head) at the setting's ``new_lr`` (default 1e-3), both with the trainer's warmup; the
+training loop takes the groups from :meth:`HFTaskModel.parameter_groups`. ``pretrained_lr`` lets one comparison
+train a from-scratch setting at ``training.lr`` beside a pretrained one at its own, smaller rate.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ CONFIGS: dict[str, dict[str, int]] = {
     "tiny_bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
     "small_bert": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
 }
-_OPTIONS = ("path", "local", "config", "plan", "vocab_size", "new_lr")
+_OPTIONS = ("path", "local", "config", "plan", "vocab_size", "new_lr", "pretrained_lr")
 NEW_LR = 1e-3
 
 
@@ -118,7 +119,35 @@ def build_model(task: Any, vocab_size: int, setting: str, providers: Mapping[str
         attach(model, options["plan"], structure_fields=fields)
     head = make_head(task.output, model.config.hidden_size, task.num_labels, model.config.hidden_dropout_prob
                      if hasattr(model.config, "hidden_dropout_prob") else 0.1)
-    return HFTaskModel(model, head, new_lr=float(options.get("new_lr", NEW_LR)))
+    return HFTaskModel(model, head, **learning_rates(options))
+
+
+def learning_rates(options: Mapping[str, Any]) -> dict[str, float | None]:
+    """``new_lr`` (default :data:`NEW_LR`) and ``pretrained_lr`` (default None: ``training.lr``) of parsed
+    setting options, as floats.
+
+    Raises:
+        ValueError: a rate that is not a number.
+    """
+    rates: dict[str, float | None] = {"new_lr": NEW_LR, "pretrained_lr": None}
+    for name in rates:
+        if name in options:
+            try:
+                rates[name] = float(options[name])
+            except (TypeError, ValueError):
+                raise ValueError(f"HF setting option {name}={options[name]!r} is not a number") from None
+    return rates
+
+
+def check_rates(new_lr: float, pretrained_lr: float | None) -> None:
+    """Both learning rates > 0 (``pretrained_lr`` may be None: ``training.lr``).
+
+    Raises:
+        ValueError: a rate that is not > 0.
+    """
+    for name, rate in (("new_lr", new_lr), ("pretrained_lr", pretrained_lr)):
+        if rate is not None and not rate > 0:
+            raise ValueError(f"{name} must be > 0, got {rate}")
 
 
 def encode_data(setting: str, data: Any, providers: Mapping[str, StructureProvider], quiet: bool = False) -> Any:
@@ -205,13 +234,14 @@ class HFTaskModel(nn.Module):
         forward(batch) -> logits: (b, C) sentence, (b, w, C) token, (b, w, w) pair; w = words (first sub-token).
     """
 
-    def __init__(self, model: nn.Module, head: nn.Module, new_lr: float = NEW_LR) -> None:
+    def __init__(self, model: nn.Module, head: nn.Module, new_lr: float = NEW_LR,
+                 pretrained_lr: float | None = None) -> None:
         super().__init__()
-        if not new_lr > 0:
-            raise ValueError(f"new_lr must be > 0, got {new_lr}")
+        check_rates(new_lr, pretrained_lr)
         self.hf = model
         self.head = head
         self.new_lr = new_lr
+        self.pretrained_lr = pretrained_lr
 
     def forward(self, batch: Batch) -> torch.Tensor:
         logits, _ = self.run(batch)
@@ -246,7 +276,8 @@ class HFTaskModel(nn.Module):
         return SimpleNamespace(layers=layers)
 
     def parameter_groups(self, config: Any) -> list[dict[str, Any]]:
-        """AdamW groups for fine-tuning: the model's own (pretrained) weights at ``config.lr``, the structattn
+        """AdamW groups for fine-tuning: the model's own (pretrained) weights at :attr:`pretrained_lr` (None:
+        ``config.lr``), the structattn
         parameters and the head at :attr:`new_lr`; decay as the trainer decides it (``config.weight_decay`` on
         weight matrices, none on vectors and bias tables: ``structattn.training.param_groups.decays``)."""
         from structattn.training.param_groups import decays
@@ -256,7 +287,8 @@ class HFTaskModel(nn.Module):
         for name, decayed in decays(self).items():
             is_new = name.startswith("head.") or ".structattn." in name
             groups.setdefault((is_new, decayed), []).append(named[name])
-        return [{"params": ps, "lr": self.new_lr if is_new else config.lr,
+        own_lr = config.lr if self.pretrained_lr is None else self.pretrained_lr
+        return [{"params": ps, "lr": self.new_lr if is_new else own_lr,
                  "weight_decay": config.weight_decay if decayed else 0.0}
                 for (is_new, decayed), ps in sorted(groups.items())]
 

@@ -10,8 +10,9 @@ built with ``max_hops=1`` served for ``max_hops=5``). :class:`DerivedOptions` cl
 * the default :meth:`DerivedOptions.options` returns those arguments, so a subclass needs no ``options()``;
 * an ``options()`` a subclass writes itself is checked on every call: a constructor argument it leaves out
   raises ``ValueError`` naming the class and the argument, unless the argument is at its default value
-  (then no other configuration can share the key: any other value raises) or is listed in
-  ``options_ignored`` (arguments that cannot change the output, e.g. a batch size).
+  (then no other configuration can share the key: any other value raises; ``options_defaults`` gives the
+  defaults of arguments taken through ``**kwargs``) or is listed in ``options_ignored`` (arguments that
+  cannot change the output, e.g. a batch size).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ class DerivedOptions:
 
     Class attributes:
         options_ignored: constructor arguments that never change the output (left out of options).
+        options_defaults: defaults of arguments taken through ``**kwargs`` (which the signature cannot give);
+            an override may leave such an argument out while it equals its default here.
     """
 
     options_ignored: ClassVar[tuple[str, ...]] = ()
+    options_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -110,7 +114,8 @@ def _checked(options: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[s
 def check_complete(obj: Any, options: dict[str, Any]) -> None:
     """Raise ``ValueError`` when ``options`` leaves out a constructor argument of ``obj`` that is set to a
     value other than its default and is not in ``options_ignored``."""
-    arguments, defaults = obj.__dict__.get(_ARGUMENTS, {}), obj.__dict__.get(_DEFAULTS, {})
+    arguments = obj.__dict__.get(_ARGUMENTS, {})
+    defaults = {**getattr(obj, "options_defaults", {}), **obj.__dict__.get(_DEFAULTS, {})}
     ignored = getattr(obj, "options_ignored", ())
     missing = [name for name, value in arguments.items()
                if name not in options and name not in ignored and not _is_default(name, value, defaults)]

@@ -35,8 +35,11 @@ class TranslationTask(Task):
         corrupt: share of source heads reattached at random in every split (exact over each split; trees
             stay trees, see :func:`~structattn.seq2seq.corrupt.corrupt_heads`).
         corrupt_seed: seed of that corruption (split ``k`` uses ``corrupt_seed + k``).
-        **seq2seq: fields of :class:`~structattn.seq2seq.Seq2SeqOptions`.
+        **seq2seq: fields of :class:`~structattn.seq2seq.Seq2SeqOptions`; :meth:`options` lists those that
+            differ from its defaults (a field spelled out at its default keeps the run id it would have without).
     """
+
+    options_defaults: ClassVar[dict[str, Any]] = Seq2SeqOptions().to_dict()
 
     output: ClassVar[str] = "sequence"
     requires: ClassVar[tuple[str, ...]] = ("heads",)

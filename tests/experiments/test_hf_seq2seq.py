@@ -48,6 +48,13 @@ def test_pretrained_and_new_parameters_get_their_learning_rates():
     assert by_id[id(names["decoder.embedding.weight"])] == 0.01
     attached = [n for n in names if ".structattn." in n]
     assert attached and all(by_id[id(names[n])] == 0.01 for n in attached)
+    # pretrained_lr gives the HF model's own weights their rate apart from training.lr (a scratch setting's rate)
+    model = build_hf_translation_model('hf(config="tiny_bert", new_lr=0.01, pretrained_lr=1e-4)', 50, 30,
+                                       SETUP.model, task.seq2seq, providers)
+    by_id = {id(p): g["lr"] for g in model.parameter_groups(TrainConfig(lr=1e-3)) for p in g["params"]}
+    names = dict(model.named_parameters())
+    assert by_id[id(names["encoder.hf.embeddings.word_embeddings.weight"])] == 1e-4
+    assert by_id[id(names["decoder.embedding.weight"])] == 0.01
 
 
 def test_a_two_setting_comparison_trains_scores_and_evaluates(tmp_path):

@@ -87,6 +87,20 @@ def test_parameter_groups_give_new_parameters_the_higher_rate(tokenizer):
     assert by_id[id(bias)]["lr"] == 2e-5 and by_id[id(bias)]["weight_decay"] == 0.0
 
 
+def test_pretrained_lr_sets_the_models_own_weights_rate_apart_from_training_lr(tokenizer):
+    model = hf_models.HFTaskModel(attach(tiny_model("bert", tokenizer), "soft_bias(dependency)"), torch.nn.Linear(32, 3),
+                                  **hf_models.learning_rates({"new_lr": "0.01", "pretrained_lr": "1e-4"}))
+    by_id = {id(p): g["lr"] for g in model.parameter_groups(TrainConfig(lr=1e-3)) for p in g["params"]}
+    named = dict(model.named_parameters())
+    assert by_id[id(named["hf.encoder.layer.0.attention.self.query.weight"])] == 1e-4  # not training.lr
+    assert by_id[id(named["head.weight"])] == 0.01
+    assert hf_models.learning_rates({}) == {"new_lr": hf_models.NEW_LR, "pretrained_lr": None}
+    with pytest.raises(ValueError, match="pretrained_lr must be > 0, got 0.0"):
+        hf_models.HFTaskModel(model.hf, model.head, pretrained_lr=0.0)
+    with pytest.raises(ValueError, match="pretrained_lr='fast' is not a number"):
+        hf_models.learning_rates({"pretrained_lr": "fast"})
+
+
 def test_trained_tokenizer_round_trips_through_json(treebank):
     from structattn.hf.tokenizer import train_wordpiece, wordpiece_from_json
 

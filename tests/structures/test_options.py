@@ -112,3 +112,26 @@ def test_task_options_name_every_argument():
     assert TinyForgetful(size=9).options() == {"size": 9}
     with pytest.raises(ValueError, match=r"'test_tiny'.*seed=3"):
         TinyForgetful(seed=3).options()
+
+
+def test_keyword_arguments_at_their_declared_defaults_may_be_left_out():
+    class Keywords(Tiny):
+        options_defaults = {"beam": 4}
+
+        def __init__(self, **options: Any) -> None:
+            super().__init__()
+            self.beam = options.get("beam", 4)
+
+        def options(self) -> dict[str, Any]:
+            return {"beam": self.beam} if self.beam != 4 else {}
+
+    assert Keywords(beam=4).options() == Keywords().options() == {}  # spelled out at its default: same id
+    assert Keywords(beam=5).options() == {"beam": 5}
+
+
+def test_translation_options_spelled_at_their_defaults_keep_the_run_id():
+    from structattn.experiments.spec import make_task
+
+    plain = make_task("translation_synthetic(train=4)").options()
+    assert make_task("translation_synthetic(train=4, shared_vocab=False, beam=5)").options() == plain
+    assert make_task("translation_synthetic(train=4, shared_vocab=True)").options() == {**plain, "shared_vocab": True}

@@ -13,8 +13,8 @@
   d_model)``; otherwise through nothing. The target side is the seq2seq kind's target vocabulary (the two kinds
   share their prepared data: ``data_kind = "seq2seq"``); ``shared_vocab`` cannot share an embedding with an HF
   encoder, so the decoder keeps its own target embedding (tied to its output projection as the task says).
-* Training: :class:`~structattn.training.seq2seq.Seq2SeqTrainer`; the HF model's own weights train at
-  ``training.lr`` (about 2e-5 for a pretrained model), new parameters (decoder, projection, attached variants) at
+* Training: :class:`~structattn.training.seq2seq.Seq2SeqTrainer`; the HF model's own weights train at the
+  setting's ``pretrained_lr`` (default ``training.lr``; about 2e-5-1e-4 for a pretrained model), new parameters (decoder, projection, attached variants) at
   the setting's ``new_lr`` (default 1e-3), as :meth:`HFTaskModel.parameter_groups` splits them. The checkpoint
   is chosen on dev BLEU (greedy), the test set decoded with the task's beam; records carry the ``seq2seq``
   kind's keys (see :mod:`structattn.experiments.runners.seq2seq`).
@@ -90,18 +90,19 @@ class HFSeq2SeqModel(Seq2SeqModel):
     Args:
         encoder, decoder, bos_id, eos_id: as :class:`Seq2SeqModel`.
         new_lr: learning rate of the parameters the HF model did not bring (decoder, projection, variants).
+        pretrained_lr: learning rate of the HF model's own weights; None: ``training.lr``.
     """
 
     def __init__(self, encoder: HFSourceEncoder, decoder: Decoder, bos_id: int, eos_id: int,
-                 new_lr: float = hf_models.NEW_LR) -> None:
+                 new_lr: float = hf_models.NEW_LR, pretrained_lr: float | None = None) -> None:
         super().__init__(encoder, decoder, bos_id, eos_id)  # type: ignore[arg-type]
-        if not new_lr > 0:
-            raise ValueError(f"new_lr must be > 0, got {new_lr}")
+        hf_models.check_rates(new_lr, pretrained_lr)
         self.new_lr = new_lr
+        self.pretrained_lr = pretrained_lr
 
     def parameter_groups(self, config: Any) -> list[dict[str, Any]]:
         """AdamW groups: the HF model's own weights (``encoder.hf.*`` outside attached variants) at
-        ``config.lr``, everything else at :attr:`new_lr`; decay as :func:`structattn.training.param_groups.decays`
+        :attr:`pretrained_lr` (None: ``config.lr``), everything else at :attr:`new_lr`; decay as :func:`structattn.training.param_groups.decays`
         decides (``config.weight_decay`` on weight matrices only)."""
         from structattn.training.param_groups import decays
 
@@ -110,7 +111,8 @@ class HFSeq2SeqModel(Seq2SeqModel):
         for name, decayed in decays(self).items():
             is_new = not name.startswith("encoder.hf.") or ".structattn." in name
             groups.setdefault((is_new, decayed), []).append(named[name])
-        return [{"params": ps, "lr": self.new_lr if is_new else config.lr,
+        own_lr = config.lr if self.pretrained_lr is None else self.pretrained_lr
+        return [{"params": ps, "lr": self.new_lr if is_new else own_lr,
                  "weight_decay": config.weight_decay if decayed else 0.0}
                 for (is_new, decayed), ps in sorted(groups.items())]
 
@@ -131,8 +133,8 @@ def build_hf_translation_model(setting: str, source_size: int, target_size: int,
     layers = [DecoderLayer(model.d_model, model.num_heads, model.ffn_dim, model.dropout) for _ in range(depth)]
     decoder = Decoder(embedding, make_positions(model.positions, model.d_model, model.max_len), layers, model.dropout,
                       options.tie_embeddings)
-    new_lr = float(hf_models.parse_setting(setting).get("new_lr", hf_models.NEW_LR))
-    return HFSeq2SeqModel(HFSourceEncoder(hf, model.d_model), decoder, 2, 3, new_lr=new_lr)
+    rates = hf_models.learning_rates(hf_models.parse_setting(setting))
+    return HFSeq2SeqModel(HFSourceEncoder(hf, model.d_model), decoder, 2, 3, **rates)
 
 
 class _NoHead:
