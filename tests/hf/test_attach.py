@@ -11,7 +11,7 @@ import structattn.hf as H
 from structattn.hf.collator import StructureCollator
 from structattn.hf.families import self_attention_modules
 from structattn.structures import Structure
-from tests.hf.conftest import FAMILIES, tiny_model
+from tests.hf.conftest import FAMILIES, ROUNDING, tiny_model
 
 
 def _batch(tokenizer, sentences):
@@ -50,7 +50,7 @@ def test_zero_soft_bias_equals_unattached_with_padding(family, tokenizer, short_
     assert batch["attention_mask"].sum(-1).unique().numel() == 3  # padding in the batch
     with torch.no_grad():
         got, want = _real(model(**batch), batch), _real(reference(**_plain(batch)), batch)
-    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+    torch.testing.assert_close(got, want, **ROUNDING)
 
 
 @pytest.mark.parametrize("family", ["bert", "distilbert"])
@@ -63,7 +63,7 @@ def test_all_allowing_hard_mask_equals_unattached(family, plan, tokenizer, short
     batch = _everything_near(_batch(tokenizer, short_sentences))
     with torch.no_grad():
         torch.testing.assert_close(_real(model(**batch), batch), _real(reference(**_plain(batch)), batch),
-                                   atol=1e-6, rtol=0)
+                                   **ROUNDING)
 
 
 def test_head_split_matches_float64_reference(tokenizer, short_sentences):
@@ -219,7 +219,7 @@ def test_zero_soft_bias_equals_unattached_over_eager(family, tokenizer, short_se
     batch = _batch(tokenizer, short_sentences)
     with torch.no_grad():
         torch.testing.assert_close(_real(model(**batch), batch), _real(reference(**_plain(batch)), batch),
-                                   atol=1e-6, rtol=0)
+                                   **ROUNDING)
 
 
 def test_structure_padded_unlike_the_attention_mask_is_refused(tokenizer, short_sentences):
