@@ -66,8 +66,14 @@ class Comparison:
 
     def validate(self) -> None:
         """Fail before any training on an unknown task, variant, structure or option, or on a variant paired
-        with a structure that lacks its fields: builds every setting's model once (vocabulary of 2)."""
+        with a structure that lacks its fields, or on a task whose ``options()`` (its run ids) leaves out a
+        constructor argument: builds every setting's model once (vocabulary of 2)."""
         tasks = {label: make_task(spec) for label, spec in self.tasks.items()}
+        for label, task in tasks.items():
+            try:
+                task.options()
+            except ValueError as err:
+                raise ValueError(f"task {label!r}: {err}") from None
         for label, plan in self.settings.items():
             try:
                 for task in tasks.values():

@@ -135,3 +135,17 @@ def test_translation_options_spelled_at_their_defaults_keep_the_run_id():
     plain = make_task("translation_synthetic(train=4)").options()
     assert make_task("translation_synthetic(train=4, shared_vocab=False, beam=5)").options() == plain
     assert make_task("translation_synthetic(train=4, shared_vocab=True)").options() == {**plain, "shared_vocab": True}
+
+
+def test_a_comparison_with_an_incomplete_task_options_fails_at_validation(monkeypatch):
+    from structattn.encoders import EncoderConfig
+    from structattn.experiments import Comparison, Setup
+    from structattn.tasks.translation import TranslationTask
+    from structattn.training import TrainConfig
+
+    monkeypatch.setattr(TranslationTask, "options_defaults", {})  # as before the fix: shared_vocab=False unrecorded
+    comparison = Comparison.declare({"mt": "translation_synthetic(train=4, dev=2, test=2, shared_vocab=False)"},
+                                    {"full": "full"}, [0], Setup(EncoderConfig(d_model=8, num_layers=1, num_heads=2,
+                                                                               ffn_dim=8), TrainConfig()))
+    with pytest.raises(ValueError, match=r"task 'mt': .*leaves out constructor argument\(s\) shared_vocab=False"):
+        comparison.validate()  # and so --dry-run, before any training
