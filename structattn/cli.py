@@ -107,7 +107,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     out = args.out or str(Path(os.path.commonpath([str(Path(d).resolve()) for d in args.dirs])) / "merged")
     records = merge(args.dirs, out, plots=not args.no_plots, mode="overwrite" if args.overwrite else "refuse")
     print((Path(out) / "results.md").read_text())
-    print(f"merged {len(records)} runs from {len(args.dirs)} directories into {out}")
+    from structattn.experiments.shards import shard_folders
+
+    folders = [folder for given in args.dirs for folder in shard_folders(given)]
+    print(f"merged {len(records)} runs from {len(folders)} shard folder{'s' if len(folders) != 1 else ''} "
+          f"({', '.join(str(f) for f in folders)}) into {out}")
     return 0
 
 

@@ -89,7 +89,7 @@ def test_sharded_compare_and_merge(capsys, tmp_path):
         assert cli.main(["compare", *base, "--out", str(tmp_path / f"s{k}"), "--shard", f"{k}/2"]) == 0
     assert cli.main(["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--no-plots"]) == 0
     out = capsys.readouterr().out
-    assert "merged 2 runs" in out and str(tmp_path / "merged") in out
+    assert "merged 2 runs from 2 shard folders" in out and str(tmp_path / "merged") in out
     lines = (tmp_path / "merged" / "results.csv").read_text().splitlines()
     assert {line.split(",")[3] for line in lines[1:]} == {"full", "hard_mask(dependency)"}
     assert cli.main(["compare", *base, "--out", str(tmp_path / "dry"), "--dry-run"]) == 0
