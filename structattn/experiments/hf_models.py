@@ -172,6 +172,17 @@ def evaluation_data(setting: str, task: Any, items: Mapping[str, list[Any]], spl
     ``structattn eval`` needs to rebuild and score an HF run."""
     from structattn.training import encode_items
 
+    vocab = saved_vocab(setting, saved_tokenizer)
+    return vocab, encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"tokenize {split}")
+
+
+def saved_vocab(setting: str, saved_tokenizer: str | None = None) -> "HFVocab":
+    """The tokenizer a trained ``setting`` used, as an :class:`HFVocab`: a ``path=`` (or ``local=``) model's own,
+    a ``config=`` model's WordPiece as stored in the checkpoint (``saved_tokenizer``).
+
+    Raises:
+        ValueError: the model folder is gone, or a ``config=`` checkpoint holds no tokenizer.
+    """
     options = parse_setting(setting)
     if "path" in options:
         if not Path(options["path"]).is_dir():
@@ -184,8 +195,7 @@ def evaluation_data(setting: str, task: Any, items: Mapping[str, list[Any]], spl
     else:
         tokenizer = wordpiece_from_json(saved_tokenizer)
         tokenizer.model_max_length = 512
-    vocab = HFVocab(tokenizer, options)
-    return vocab, encode_items(items[split], task, vocab, providers, quiet=quiet, desc=f"tokenize {split}")
+    return HFVocab(tokenizer, options)
 
 
 class HFVocab:

@@ -33,12 +33,13 @@ from structattn.training.data import encode_inputs
 @dataclass
 class Translator:
     """A translation checkpoint ready to translate: the model, its ``meta``, its structure providers, and the
-    source and target vocabularies it was trained with."""
+    source and target vocabularies it was trained with (``source``: a :class:`Vocab`, or for an HF encoder
+    (meta kind ``"hf_translation"``) its tokenizer as an :class:`~structattn.experiments.hf_models.HFVocab`)."""
 
     model: Seq2SeqModel
     meta: dict[str, Any]
     providers: dict[str, StructureProvider]
-    source: Vocab
+    source: Any
     target: Vocab
 
 
@@ -54,16 +55,29 @@ def load_translator(path: str | Path) -> Translator:
 def translator_from(data: Mapping[str, Any], where: str = "the checkpoint") -> Translator:
     """:func:`load_translator` for a checkpoint already loaded (``where`` names it in errors); the vocabularies
     are rebuilt with :func:`~structattn.seq2seq.subword.vocab_from_dict` (a trained subword vocabulary or a
-    plain one, whichever the checkpoint holds)."""
+    plain one, whichever the checkpoint holds); an HF encoder's source side is its tokenizer
+    (:func:`~structattn.experiments.hf_models.saved_vocab`: the installed model's own, or the stored WordPiece
+    of a ``config=`` model)."""
     meta = data.get("meta") or {}
-    if meta.get("kind") != "translation":
+    if meta.get("kind") not in ("translation", "hf_translation"):
         raise ValueError(f"{where} is not a translation checkpoint (meta kind {meta.get('kind')!r})")
     plugins.replay(meta.get("plugins"), recorded_by=f"run {meta.get('run_id', '?')}")
     providers = make_providers(meta["structures"], meta["structures"])
-    source, target = vocab_from_dict(meta["vocab"]), vocab_from_dict(meta["target_vocab"])
-    bos, eos = special_ids(target)
-    model = build_seq2seq(EncoderConfig(**meta["model"]), Seq2SeqOptions(**meta["seq2seq"]), meta["plan"], len(source),
-                          len(target), {n: p.provides for n, p in providers.items()}, bos, eos)
+    target = vocab_from_dict(meta["target_vocab"])
+    if meta["kind"] == "hf_translation":  # an HF encoder under our decoder: its own tokenizer, stored or installed
+        from structattn.experiments.hf_models import saved_vocab
+        from structattn.experiments.runners.hf_seq2seq import build_hf_translation_model
+        from structattn.hf.loading import transformers_quiet
+
+        with transformers_quiet():
+            source: Any = saved_vocab(meta["plan"], meta["vocab"].get("tokenizer"))
+            model = build_hf_translation_model(meta["plan"], len(source), len(target), EncoderConfig(**meta["model"]),
+                                               Seq2SeqOptions(**meta["seq2seq"]), providers)
+    else:
+        source = vocab_from_dict(meta["vocab"])
+        bos, eos = special_ids(target)
+        model = build_seq2seq(EncoderConfig(**meta["model"]), Seq2SeqOptions(**meta["seq2seq"]), meta["plan"],
+                              len(source), len(target), {n: p.provides for n, p in providers.items()}, bos, eos)
     model.load_state_dict(data["model"])
     return Translator(model.eval(), meta, providers, source, target)
 

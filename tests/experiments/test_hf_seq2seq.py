@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from structattn import cli
 from structattn.encoders import EncoderConfig
 from structattn.experiments import Comparison, Setup, evaluate_checkpoint, make_task, run_comparison
 from structattn.experiments.runners import runner_for
@@ -16,6 +17,7 @@ from structattn.experiments.runners.seq2seq import Seq2SeqRunner
 from structattn.experiments.spec import make_providers
 from structattn.seq2seq import pair_batch
 from structattn.seq2seq.vocab import special_ids
+from structattn.structures import write_conllu
 from structattn.training import TrainConfig
 from structattn.training.checkpoints import load_checkpoint
 from structattn.training.loop import make_optimizer
@@ -81,6 +83,15 @@ def test_a_two_setting_comparison_trains_scores_and_evaluates(tmp_path):
     scores = evaluate_checkpoint(data, "test", quiet=True)
     assert scores["bleu"] == pytest.approx(records[1]["metrics"]["bleu"], abs=1e-9)
     assert scores["accuracy"] == pytest.approx(records[1]["metrics"]["test_accuracy"], abs=1e-9)
+    # translate reads the checkpoint too: the test split's CoNLL-U gives the run's own test translations (the
+    # WordPiece stored in the checkpoint tokenises, the trees are aligned to its pieces)
+    test_file = tmp_path / "test.conllu"
+    write_conllu(make_task(TASK).splits()["test"], test_file)
+    for r in records:
+        run_dir = tmp_path / "out" / "runs" / r["run_id"]
+        assert cli.main(["translate", str(run_dir / "checkpoints" / "best.pt"), str(test_file),
+                         "--out", str(tmp_path / f"{r['run_id']}.txt"), "--quiet"]) == 0
+        assert (tmp_path / f"{r['run_id']}.txt").read_text() == (run_dir / "test.hyp.txt").read_text()
 
 
 def test_minilm_encoder_builds_and_takes_a_training_step():

@@ -19,8 +19,8 @@
   is chosen on dev BLEU (greedy), the test set decoded with the task's beam; records carry the ``seq2seq``
   kind's keys (see :mod:`structattn.experiments.runners.seq2seq`).
 * ``evaluate`` rebuilds the model from the checkpoint's ``meta`` (setting, stored tokenizer, target vocabulary)
-  and scores a split as the run did. ``structattn translate`` reads only ``seq2seq`` checkpoints (meta kind
-  ``"translation"``); these carry ``"hf_translation"`` and are refused there by name.
+  and scores a split as the run did. ``structattn translate`` reads these checkpoints (meta kind
+  ``"hf_translation"``) too: sources tokenised by the model's tokenizer, structures aligned to its sub-words.
 """
 
 from __future__ import annotations
