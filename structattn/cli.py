@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from structattn.command_line import CommandParser, add_shared_flags, apply_shared_flags
-from structattn.progress import progress_disabled
+from structattn.progress import QUIET_ENV, progress_disabled
 
 PASS_THROUGH = {
     "structures": ("structattn.structures.commands", "structures: demo and cache precompute (see `structattn structures --help`)"),
@@ -227,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--traceback"]:
         argv = argv[1:]
     command = argv[0] if argv else None
+    quiet_before = os.environ.get(QUIET_ENV)  # --quiet sets it for this command only
     try:
         _record_command(["structattn", *argv])
         argv, imports = take_imports(argv)
@@ -247,6 +248,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefix = f"structattn {command}" if command else "structattn"
         print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
         return 1
+    finally:
+        if quiet_before is None:
+            os.environ.pop(QUIET_ENV, None)
+        else:
+            os.environ[QUIET_ENV] = quiet_before
 
 
 if __name__ == "__main__":

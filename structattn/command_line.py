@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from structattn.progress import progress_disabled
+from structattn.progress import QUIET_ENV, progress_disabled
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -87,7 +87,7 @@ def add_shared_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
                        help="import a plugin first: a module (from the working folder or installed) or a .py "
                             "file; repeatable, recorded in the outputs and replayed by eval and merge")
     if not any("--quiet" in a.option_strings for a in parser._actions):
-        group.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI is set)")
+        group.add_argument("--quiet", action="store_true", help="no progress bars (also when $CI or $STRUCTATTN_QUIET is set)")
     group.add_argument("--threads", type=positive_int, default=None,
                        help="torch intra-op CPU threads (default: the cores not already busy, printed)")
     return parser
@@ -121,6 +121,7 @@ def apply_shared_flags(args: argparse.Namespace, uses_torch: bool = True) -> Non
         how = "--threads" if threads is not None else "default: cores not busy; --threads to change"
         print(f"structattn: {chosen} thread{'s' if chosen > 1 else ''} ({how})", file=sys.stderr)
     if quiet:
+        os.environ[QUIET_ENV] = "1"  # bars made where --quiet does not reach (cli.main restores it afterwards)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         if "transformers" in sys.modules:

@@ -6,9 +6,14 @@ import os
 from typing import Any
 
 
+#: Set to 1 to hide every progress bar, in Python too; a command's ``--quiet`` sets it while the command runs, so
+#: that bars made where no ``quiet`` argument reaches (a task's data preparation) are hidden as well.
+QUIET_ENV = "STRUCTATTN_QUIET"
+
+
 def progress_disabled(quiet: bool = False) -> bool:
-    """``True`` when asked to be quiet or when ``$CI`` is ``1``, ``true`` or ``yes``."""
-    return bool(quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+    """``True`` when asked to be quiet, or when ``$STRUCTATTN_QUIET`` or ``$CI`` is ``1``, ``true`` or ``yes``."""
+    return bool(quiet or any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("CI", QUIET_ENV)))
 
 
 def progress_bar(iterable: Any = None, *, quiet: bool = False, **kwargs: Any) -> Any:

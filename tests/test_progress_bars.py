@@ -49,3 +49,29 @@ def test_a_long_loop_is_quiet_when_asked_or_under_ci(loop, how, capsys, monkeypa
     else:
         label = loop(progress=False)
     assert label not in capsys.readouterr().err
+
+
+def test_quiet_reaches_bars_no_argument_reaches_for_the_command_only(capsys, monkeypatch, tmp_path):
+    """A task's data preparation makes its bar where no ``quiet`` argument reaches (Multi30k's parse bar):
+    ``--quiet`` hides it through ``$STRUCTATTN_QUIET``, set while the command runs and restored after."""
+    import os
+    from pathlib import Path
+
+    from structattn import cli
+    from structattn.progress import QUIET_ENV, progress_disabled
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(QUIET_ENV, raising=False)
+    monkeypatch.setenv("STRUCTATTN_MULTI30K", str(root / "tests" / "fixtures" / "multi30k_small"))
+    monkeypatch.setenv("STRUCTATTN_CACHE", str(tmp_path / "cache"))
+    argv = ["compare", str(root / "configs" / "experiments" / "multi30k_quick.gin"), "--out", str(tmp_path / "dry"),
+            "--dry-run", "--threads", "1"]
+    assert cli.main([*argv, "--quiet"]) == 0
+    assert "English parses" not in capsys.readouterr().err
+    assert QUIET_ENV not in os.environ and not progress_disabled()  # for this command only
+    assert cli.main(argv) == 0
+    assert "English parses" in capsys.readouterr().err  # the same command, not quiet: the bar shows
+    monkeypatch.setenv(QUIET_ENV, "1")
+    assert progress_disabled() and cli.main(argv) == 0 and os.environ[QUIET_ENV] == "1"  # a user's setting stays
+    assert "English parses" not in capsys.readouterr().err
