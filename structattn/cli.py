@@ -234,8 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = argv[0] if argv else None
         load_plugins(imports)
         if command in PASS_THROUGH:
+            if "--quiet" in argv[1:]:
+                os.environ[QUIET_ENV] = "1"  # bars made where --quiet does not reach (restored below)
             return _pass_through(command, argv[1:])
         args = build_parser().parse_args(argv)
+        if getattr(args, "quiet", False):
+            os.environ[QUIET_ENV] = "1"
         apply_shared_flags(args)
         run: Callable[[argparse.Namespace], int] = args.run
         return run(args)

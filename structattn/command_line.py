@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from structattn.progress import QUIET_ENV, progress_disabled
+from structattn.progress import progress_disabled
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -121,7 +121,6 @@ def apply_shared_flags(args: argparse.Namespace, uses_torch: bool = True) -> Non
         how = "--threads" if threads is not None else "default: cores not busy; --threads to change"
         print(f"structattn: {chosen} thread{'s' if chosen > 1 else ''} ({how})", file=sys.stderr)
     if quiet:
-        os.environ[QUIET_ENV] = "1"  # bars made where --quiet does not reach (cli.main restores it afterwards)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         if "transformers" in sys.modules:

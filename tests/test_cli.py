@@ -15,6 +15,7 @@ TINY = ["--gin-param", "model.d_model = 16", "--gin-param", "model.ffn_dim = 16"
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)  # a user's or a leaked setting
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -35,6 +35,7 @@ LOOPS = [train_distance_predictor, fit_distance_probe]
 @pytest.mark.parametrize("loop", LOOPS, ids=lambda f: f.__name__)
 def test_a_long_loop_shows_its_bar_by_default(loop, capsys, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)  # a user's or a leaked setting
     label = loop()
     assert label in capsys.readouterr().err
 
@@ -43,6 +44,7 @@ def test_a_long_loop_shows_its_bar_by_default(loop, capsys, monkeypatch):
 @pytest.mark.parametrize("how", ["progress=False", "CI=true"])
 def test_a_long_loop_is_quiet_when_asked_or_under_ci(loop, how, capsys, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)  # a user's or a leaked setting
     if how == "CI=true":
         monkeypatch.setenv("CI", "true")
         label = loop()

@@ -186,6 +186,7 @@ def test_the_command_with_dask_local(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(TASKS, "_entries", dict(TASKS._entries))
     monkeypatch.setattr(plugins, "_LOADED", [])
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)  # a user's or a leaked setting
     tiny = ["--threads", "1", "--no-plots", "--gin-param", "compare.seeds = [0, 1]",
             "--gin-param", "compare.tasks = {'depth': 'depth_tagging(limit=30)'}",
             "--gin-param", "compare.settings = ['full', 'hard_mask(dependency)']",

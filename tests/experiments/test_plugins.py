@@ -58,6 +58,7 @@ def isolated(monkeypatch):
     monkeypatch.setattr(plugins, "_LOADED", [])
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)  # a user's or a leaked setting
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
