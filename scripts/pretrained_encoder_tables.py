@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling comparison_folder.py, however this is loaded
+from comparison_folder import results_folder  # noqa: E402
 CONFIG = ROOT / "configs" / "experiments" / "multi30k_pretrained_encoder_quick.gin"
 #: (setting, reference) of every contrast, in table order.
 CONTRASTS = [
@@ -36,24 +36,6 @@ CONTRASTS = [
     ("minilm", "scratch"),
     ("minilm+soft_bias(dep)", "scratch+soft_bias(dep)"),
 ]
-
-
-def run(command: list[str]) -> None:
-    print("$", shlex.join(command), flush=True)
-    subprocess.run(command, check=True)
-
-
-def results_folder(folder: Path, config: Path) -> Path:
-    """The folder whose ``runs/*.json`` are the comparison's records: ``FOLDER`` or, for shards, ``merged``
-    (running ``config`` into ``FOLDER`` first when it holds neither)."""
-    if (folder / "results.md").is_file():
-        return folder
-    if sorted(folder.glob("shard-*-of-*")):
-        if not (folder / "merged" / "results.md").is_file():
-            run(["structattn", "merge", str(folder)])
-        return folder / "merged"
-    run(["structattn", "compare", str(config), "--out", str(folder)])
-    return folder
 
 
 def contrast_rows(records: list[dict]) -> list:

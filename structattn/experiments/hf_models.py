@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 from torch import nn
@@ -290,17 +290,24 @@ class HFTaskModel(nn.Module):
         ``config.lr``), the structattn
         parameters and the head at :attr:`new_lr`; decay as the trainer decides it (``config.weight_decay`` on
         weight matrices, none on vectors and bias tables: ``structattn.training.param_groups.decays``)."""
-        from structattn.training.param_groups import decays
+        return fine_tuning_groups(self, config, lambda name: name.startswith("head.") or ".structattn." in name,
+                                  self.new_lr, self.pretrained_lr)
 
-        named = dict(self.named_parameters())
-        groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
-        for name, decayed in decays(self).items():
-            is_new = name.startswith("head.") or ".structattn." in name
-            groups.setdefault((is_new, decayed), []).append(named[name])
-        own_lr = config.lr if self.pretrained_lr is None else self.pretrained_lr
-        return [{"params": ps, "lr": self.new_lr if is_new else own_lr,
-                 "weight_decay": config.weight_decay if decayed else 0.0}
-                for (is_new, decayed), ps in sorted(groups.items())]
+
+def fine_tuning_groups(module: nn.Module, config: Any, is_new: Callable[[str], bool], new_lr: float,
+                       pretrained_lr: float | None) -> list[dict[str, Any]]:
+    """AdamW groups of ``module``'s parameters: those ``is_new(name)`` says the pretrained model did not bring at
+    ``new_lr``, the others at ``pretrained_lr`` (None: ``config.lr``); ``config.weight_decay`` where
+    :func:`structattn.training.param_groups.decays` decays, else none."""
+    from structattn.training.param_groups import decays
+
+    named = dict(module.named_parameters())
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
+    for name, decayed in decays(module).items():
+        groups.setdefault((is_new(name), decayed), []).append(named[name])
+    own_lr = config.lr if pretrained_lr is None else pretrained_lr
+    return [{"params": ps, "lr": new_lr if new else own_lr, "weight_decay": config.weight_decay if decayed else 0.0}
+            for (new, decayed), ps in sorted(groups.items())]
 
 
 def _sizes(options: Mapping[str, Any]) -> tuple[int, int]:

@@ -40,7 +40,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-
 from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence
 from structattn.tasks.base import register_task

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-
 from structattn.tasks.base import Item, Task
 from structattn.progress import progress_bar
 from structattn.structures.sentence import Sentence

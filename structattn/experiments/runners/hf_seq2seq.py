@@ -104,17 +104,9 @@ class HFSeq2SeqModel(Seq2SeqModel):
         """AdamW groups: the HF model's own weights (``encoder.hf.*`` outside attached variants) at
         :attr:`pretrained_lr` (None: ``config.lr``), everything else at :attr:`new_lr`; decay as :func:`structattn.training.param_groups.decays`
         decides (``config.weight_decay`` on weight matrices only)."""
-        from structattn.training.param_groups import decays
-
-        named = dict(self.named_parameters())
-        groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
-        for name, decayed in decays(self).items():
-            is_new = not name.startswith("encoder.hf.") or ".structattn." in name
-            groups.setdefault((is_new, decayed), []).append(named[name])
-        own_lr = config.lr if self.pretrained_lr is None else self.pretrained_lr
-        return [{"params": ps, "lr": self.new_lr if is_new else own_lr,
-                 "weight_decay": config.weight_decay if decayed else 0.0}
-                for (is_new, decayed), ps in sorted(groups.items())]
+        return hf_models.fine_tuning_groups(self, config,
+                                            lambda name: not name.startswith("encoder.hf.") or ".structattn." in name,
+                                            self.new_lr, self.pretrained_lr)
 
 
 def build_hf_translation_model(setting: str, source_size: int, target_size: int, model: EncoderConfig,
