@@ -36,7 +36,7 @@ from structattn.progress import progress_disabled
 def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),
             mode: str = "refuse", shard: str | tuple[int, int] | None = None, quiet: bool = False,
             plots: bool = True, threads: int | None = None, imports: Sequence[str] = (),
-            dry_run: bool = False, dask: str | None = None) -> Any:
+            dry_run: bool = False, dask: str | None = None, time_limit: float | str | None = None) -> Any:
     """Train and compare every task x setting x seed of a config, as ``structattn compare``.
 
     Args:
@@ -57,9 +57,13 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
         dask: run every run as one Dask task on the scheduler at this address (``"tcp://host:8786"``) or on a
             local cluster of N single-threaded worker processes (``"local:N"``); ``--dask``, wins over the
             config's ``compare.dask`` (see docs/cluster.md).
+        time_limit: ``"2h40m"``, ``"90m"`` or seconds (``--time-limit``): after that long the run in progress
+            writes its ``last.pt`` and stops, no further run starts, and a line on stderr says what finished
+            and what is left; call again with ``mode="resume"`` to continue. Serial runs only.
 
     Returns:
-        The records of the runs (one dict per run: ``run_id``, ``metrics``, ``history``, ...).
+        The records of the finished runs (one dict per run: ``run_id``, ``metrics``, ``history``, ...), a list
+        whose ``left`` attribute names the runs a time limit left unfinished (empty otherwise).
 
     Raises:
         ValueError: a bad config or binding, an unknown ``mode`` or ``shard``, ``out`` holds outputs and
@@ -74,6 +78,10 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
     with config_file(config_or_path) as path:
         check_not_an_input(out, [path], written=COMPARE_OUTPUTS)
         shard = parse_shard(shard if shard is None or isinstance(shard, str) else "/".join(map(str, shard)))
+        if time_limit is not None:
+            from structattn.training.deadline import parse_duration
+
+            parse_duration(time_limit)  # a bad duration fails before anything is read or trained
         if dask is not None:
             if not isinstance(dask, str):
                 raise ValueError(f"dask must be a scheduler address or 'local:N', got {dask!r}")
@@ -81,7 +89,7 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
         parse_config(path, overrides, threads, "compare")
     with gin_suffix_removed(), busy_aware_threads(None):  # an explicit `threads` is bound in gin above
         return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
-                                 mode=mode)
+                                 mode=mode, **({} if time_limit is None else {"time_limit": time_limit}))
 
 
 def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),

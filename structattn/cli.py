@@ -82,6 +82,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+#: exit status of ``compare --time-limit`` when runs are left (0: every run finished)
+STOPPED_AT_TIME_LIMIT = 3
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from structattn import api
 
@@ -89,9 +93,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     result = api.compare(Path(args.config), args.out, overrides=list(args.gin_param), dask=args.dask, mode=_mode(args),
                          shard=args.shard, quiet=_quiet(args), plots=not args.no_plots, threads=args.threads,
-                         dry_run=args.dry_run)
+                         dry_run=args.dry_run, time_limit=args.time_limit)
     if args.dry_run:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
+    elif getattr(result, "left", None):
+        return STOPPED_AT_TIME_LIMIT  # the line saying what is left went to stderr
     elif int(os.environ.get("RANK", "0")) == 0:
         out = shard_folder(args.out, parse_shard(args.shard))
         print((out / "results.md").read_text())
@@ -184,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based), into OUT/shard-i-of-N/; `structattn merge OUT` merges the shards it holds")
     p.add_argument("--dask", metavar="ADDRESS|local:N", help="run every run as one Dask task on the scheduler at ADDRESS (tcp://host:8786; workers must see --out at the same path) or on a local cluster of N single-threaded worker processes (local:N); see docs/cluster.md")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument("--time-limit", metavar="DURATION", help="stop after DURATION (2h40m, 90m, 45s): the run in progress saves its last.pt at the step it reached, no further run starts, and the command says what is left and exits with status 3; the same command with --resume continues (serial runs only)")
     p.set_defaults(run=cmd_compare)
 
     p = sub.add_parser("merge", help="merge the output directories of compare shards", description="Merge compare shard directories into one set of tables and plots (identical to an unsharded run).")

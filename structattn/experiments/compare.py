@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from structattn.experiments.results import write_tables
 from structattn.experiments.run import execute
 from structattn.experiments.runners import runner_for
 from structattn.experiments.spec import RunSpec, Setup, make_providers, make_task
+from structattn.training.deadline import TimeLimitReached, deadline, format_duration, parse_duration, past_deadline
 from structattn.training.distributed import Distributed, barrier
 
 
@@ -106,7 +108,7 @@ class Comparison:
 def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
                    config: str = "", quiet: bool = False, context: Distributed = Distributed(),
                    plots: bool = True, mode: str = "refuse", reference: str | None = None,
-                   executor: Executor | None = None) -> list[dict[str, Any]]:
+                   executor: Executor | None = None, time_limit: float | str | None = None) -> "Records":
     """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots.
 
     ``reference``: the setting label every other setting is tested against in ``significance.csv`` and
@@ -121,6 +123,12 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     process); whatever runs them, this process writes each record once (atomically) as its run finishes, so an
     interrupted folder resumes. A folder is used by one client at a time (``.structattn-compare.lock``).
 
+    ``time_limit`` (seconds, or ``"2h40m"``; serial executor only): after that long, the run in progress
+    writes its ``last.pt`` at the step it reached and no further run starts (see
+    :mod:`structattn.training.deadline`); one line on stderr says what finished and what is left, the tables
+    are not written, and the returned :class:`Records` has the ids of the unfinished runs in ``left``. The same
+    command with ``mode="resume"`` (``--resume``) continues where it stopped, in plan order.
+
     Raises:
         ValueError: a bad declaration, an unusable or used folder (see
             :func:`structattn.experiments.outputs.check_output_folder`), a folder in use by another client,
@@ -128,6 +136,14 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
         RunsFailed: runs raised (executors that carry on past a failure); the others are recorded.
     """
     out = Path(out_dir)
+    limit = None if time_limit is None else parse_duration(time_limit)
+    if limit is not None and executor is not None and not isinstance(executor, SerialExecutor):
+        raise ValueError("a time limit stops runs in this process: it works with the serial executor only, not "
+                         f"with {type(executor).__name__} (give its workers a wall-time limit instead, see "
+                         "docs/cluster.md)")
+    if limit is not None and context.enabled:
+        raise ValueError("a time limit is not supported under torchrun (the processes would stop at different "
+                         "steps); use the cluster's own wall-time limit")
     comparison.validate()
     runs = comparison.runs()
     mine = [r for r in runs if shard is None or r.index % shard[1] == shard[0]]
@@ -147,17 +163,43 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
             (out / "config.gin").write_text(config)
             (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
             write_provenance(out, watch, {}, finished=False)
-        records, failed = _run_all(executor, comparison, mine, done, out, config, manifest, quiet, context)
+        with deadline(limit):
+            records, failed, stopped = _run_all(executor, comparison, mine, done, out, config, manifest, quiet,
+                                                context)
         if context.is_main:
-            if not failed:
+            if not failed and stopped is None:
                 report(records, out, len(runs), plots, reference)
-            write_provenance(out, watch, _checksums(records), finished=not failed, kept=sorted(done))
+            write_provenance(out, watch, _checksums(records), finished=not failed and stopped is None,
+                             kept=sorted(done))
+    result = Records(records)
+    result.left = []
+    if stopped is not None:
+        result.left = [spec.run_id for spec in mine if spec.index not in {r["index"] for r in records}]
+        if context.is_main:
+            print(_stopped_line(stopped, limit, result, len(mine), out), file=sys.stderr, flush=True)
     if failed:
         lines = "; ".join(f"run {o.spec.run_id} failed: {type(o.error).__name__}: {o.error}"
                           for o in sorted(failed, key=lambda o: o.spec.index))
         raise RunsFailed(f"{lines} ({len(records)} other runs finished and are recorded in {str(out / 'runs')!r}; "
                          "rerun with --resume to retry the failed ones)") from failed[0].error
-    return records
+    return result
+
+
+class Records(list):
+    """The records of a comparison's finished runs (a list, in run order); ``left``: the run ids that did not
+    finish because the time limit stopped the comparison (empty when it ran to the end)."""
+
+    left: list[str] = []
+
+
+def _stopped_line(stopped: TimeLimitReached, limit: float, result: Records, planned: int, out: Path) -> str:
+    where = (f"run {stopped.run_id} stopped at step {stopped.step:,} (continues from {stopped.checkpoint})"
+             if stopped.checkpoint else "no run was in progress")
+    rest = [r for r in result.left if r != stopped.run_id]
+    return (f"structattn compare: time limit {format_duration(limit)} reached; {len(result)} of {planned} runs "
+            f"finished in {str(out)!r}, {len(result.left)} left: {where}; {len(rest)} not started"
+            + (f" ({', '.join(rest[:3])}{', ...' if len(rest) > 3 else ''})" if rest else "")
+            + "; run the same command with --resume (and a --time-limit) to continue")
 
 
 class RunsFailed(RuntimeError):
@@ -166,23 +208,26 @@ class RunsFailed(RuntimeError):
 
 def _run_all(executor: Executor, comparison: Comparison, mine: Sequence[RunSpec], done: Mapping[int, dict[str, Any]],
              out: Path, config: str, manifest: Mapping[str, Any], quiet: bool, context: Distributed
-             ) -> tuple[list[dict[str, Any]], list[Outcome]]:
+             ) -> tuple[list[dict[str, Any]], list[Outcome], TimeLimitReached | None]:
     """Keep the ``done`` records, run the others on ``executor``, write each record as it arrives; the
-    records in run order, and the outcomes of the runs that failed."""
-    finished, failed = dict(done), []
+    records in run order, the outcomes of the runs that failed, and the stop at the time limit (or ``None``)."""
+    finished, failed, stopped = dict(done), [], None
     for spec in mine:
         if spec.index in done and not quiet and context.is_main:
             print(f"[{spec.index + 1}/{manifest['runs']}] {spec.run_id}: finished, kept", flush=True)
     jobs = [RunJob(comparison, spec, str(out), config, manifest["fingerprint"]) for spec in mine
             if spec.index not in done]
-    for outcome in executor.run(jobs, run_job, manifest["runs"]):
-        if outcome.error is not None:
-            failed.append(outcome)
-        elif outcome.spec.index not in finished:  # a run is recorded once, whatever the executor reports
-            if context.is_main:
-                write_record(out, outcome.record)
-            finished[outcome.spec.index] = outcome.record
-    return [finished[k] for k in sorted(finished)], failed
+    try:
+        for outcome in executor.run(jobs, run_job, manifest["runs"]):
+            if outcome.error is not None:
+                failed.append(outcome)
+            elif outcome.spec.index not in finished:  # a run is recorded once, whatever the executor reports
+                if context.is_main:
+                    write_record(out, outcome.record)
+                finished[outcome.spec.index] = outcome.record
+    except TimeLimitReached as reached:
+        stopped = reached
+    return [finished[k] for k in sorted(finished)], failed, stopped
 
 
 def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = False,
@@ -193,6 +238,8 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
     empty (or cleared) before any run, so a ``last.pt`` is this run's own, left by ``--resume``'s earlier
     command or by an attempt on a worker that died. ``cache``: prepared data shared with other runs."""
     spec, out = job.spec, Path(job.out)
+    if past_deadline():  # no run starts after the time limit
+        raise TimeLimitReached(0, None)
     data = _data_for(spec, job.comparison, {} if cache is None else cache, quiet)
     last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
     record = execute(spec, job.comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,

@@ -117,13 +117,13 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
         distributed.teardown()
 
 
-@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots", "mode"])
+@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots", "mode", "time_limit"])
 def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
             dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
             mode: str = "refuse", reference: str | None = None,
-            dask: str | None = None) -> list[dict[str, Any]] | Comparison:
+            dask: str | None = None, time_limit: float | str | None = None) -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``
     (a shard into ``out_dir/shard-i-of-N/``, see :func:`~structattn.experiments.shards.shard_folder`);
     ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
@@ -132,7 +132,8 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     setting is labelled so, else the first setting), checked before any training and kept in ``comparison.json``
     for ``merge``; ``dask``: run every run as a Dask task on the scheduler at this address, or on a local
     cluster of N worker processes with ``"local:N"`` (``--dask``; see
-    :mod:`structattn.experiments.executors`; default: one run after another here)."""
+    :mod:`structattn.experiments.executors`; default: one run after another here); ``time_limit``: stop at a
+    checkpoint after that long (``--time-limit``, see :func:`~structattn.experiments.compare.run_comparison`)."""
     from structattn.experiments.executors import make_executor, parse_address
     from structattn.experiments.shards import shard_folder
 
@@ -156,7 +157,7 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
         with make_executor(dask, context, quiet) as executor:
             return run_comparison(comparison, shard_folder(out_dir, shard), shard=shard,
                                   config=gin.operative_config_str(), quiet=quiet, context=context, plots=plots,
-                                  mode=mode, reference=reference, executor=executor)
+                                  mode=mode, reference=reference, executor=executor, time_limit=time_limit)
     finally:
         distributed.teardown()
 

@@ -33,6 +33,7 @@ from structattn.experiments.significance import (
     minimum_detectable_effect,
     paired_detectable_effect,
 )
+from structattn.training.precision import check_one_precision
 
 CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
 SIGNIFICANCE_COLUMNS = ("task", "setting", "reference", "scope", "metric", "diff", "ci_low", "ci_high", "p", "p_holm",
@@ -69,7 +70,12 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
 
 
 def group_runs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Run records by task label, then setting, in run order."""
+    """Run records by task label, then setting, in run order.
+
+    Raises:
+        ValueError: the runs trained in different precisions (:func:`structattn.training.precision.check_one_precision`).
+    """
+    check_one_precision(records)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in sorted(records, key=lambda r: r["index"]):
         out.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)

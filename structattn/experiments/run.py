@@ -26,6 +26,7 @@ from structattn.experiments.spec import RunSpec, Setup, make_providers, make_tas
 from structattn.structures.providers.base import StructureProvider
 from structattn.tasks.base import Item, Task
 from structattn.training import Distributed, seed_everything
+from structattn.training.precision import resolve_precision
 
 __all__ = ["PreparedData", "RunSpec", "Setup", "build_model", "evaluate_checkpoint", "execute", "make_providers",
            "make_task", "make_vocab", "plan_structures", "prepare_data", "rebuild_meta", "run_provenance"]
@@ -63,7 +64,8 @@ def execute(spec: RunSpec, setup: Setup, data: Any, *, out_dir: Path | None = No
     providers = make_providers(runner.structures(spec.plan, setup.model), setup.structures)
     outcome = runner.train(Job(spec, setup, data, providers, out_dir, context, quiet, config, resume))
     samples = outcome.pop("samples", None)
-    record = {**asdict(spec), "run_id": spec.run_id, "metric": data.task.metric, **outcome,
+    record = {**asdict(spec), "run_id": spec.run_id, "metric": data.task.metric,
+              "precision": resolve_precision(setup.training.precision, context.device), **outcome,
               "time_s": time.perf_counter() - start, "provenance": run_provenance(spec, data, watch)}
     return record if samples is None else {**record, "samples": samples}
 

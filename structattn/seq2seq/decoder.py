@@ -46,6 +46,11 @@ class Decoder(nn.Module):
 
     def forward(self, target_in: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                 cache: DecoderCache | None = None) -> torch.Tensor:
+        return self.output(self.hidden(target_in, memory, memory_mask, cache))
+
+    def hidden(self, target_in: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+               cache: DecoderCache | None = None) -> torch.Tensor:
+        """The final-norm hidden states (b, t, d_model), before the output projection."""
         start = 0 if cache is None else cache.length
         t = target_in.shape[1]
         x = self.embedding(target_in) * math.sqrt(self.d_model)  # (b, t, d_model)
@@ -56,7 +61,7 @@ class Decoder(nn.Module):
             x = layer(x, memory, memory_mask, None if cache is None else cache.layers[k])
         if cache is not None:
             cache.length += t
-        return self.output(self.final_norm(x))
+        return self.final_norm(x)
 
     def new_cache(self) -> DecoderCache:
         """An empty cache for incremental decoding."""

@@ -19,7 +19,12 @@ class LengthBucketSampler:
 
     Args:
         lengths: length of every example (tokens).
-        batch_size: examples per batch.
+        batch_size: examples per batch (not used when ``batch_tokens`` is given).
+        batch_tokens: instead of a fixed number of examples, batches of at most this many padded tokens
+            (examples x the longest length in the batch): with length-sorted pools, steps then cost about the
+            same whatever the sentence length, and carry little padding. A pool is cut greedily in length
+            order; every example is still in exactly one batch per epoch. An example longer than
+            ``batch_tokens`` is refused (``ValueError`` naming it).
         shuffle: training order (see above) or evaluation order.
         seed: base seed of the training order.
         pool_batches: how many batches a sorting pool spans (larger: less padding, less randomness).
@@ -31,6 +36,7 @@ class LengthBucketSampler:
         lengths: Sequence[int],
         batch_size: int,
         *,
+        batch_tokens: int | None = None,
         shuffle: bool = True,
         seed: int = 0,
         pool_batches: int = 50,
@@ -45,6 +51,16 @@ class LengthBucketSampler:
             raise ValueError("LengthBucketSampler: no examples")
         self.lengths = list(lengths)
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.batch_tokens = batch_tokens
+        if batch_tokens is not None:
+            if batch_tokens < 1:
+                raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
+            longest = max(range(len(self.lengths)), key=lambda i: self.lengths[i])
+            if self.lengths[longest] > batch_tokens:
+                raise ValueError(f"example {longest} has {self.lengths[longest]} tokens, more than batch_tokens = "
+                                 f"{batch_tokens}: raise batch_tokens, or leave such examples out of the data")
+            mean = max(1, round(sum(self.lengths) / len(self.lengths)))
+            batch_size = max(1, batch_tokens // mean)  # the pool spans about pool_batches batches
         self.pool = max(1, pool_batches) * batch_size
         self.rank, self.world_size = rank, world_size
         if shuffle and len(self._all_batches(0)) < world_size:
@@ -54,15 +70,33 @@ class LengthBucketSampler:
         order = list(range(len(self.lengths)))
         if not self.shuffle:
             order.sort(key=lambda i: (self.lengths[i], i))
-            return [order[k:k + self.batch_size] for k in range(0, len(order), self.batch_size)]
+            return self._cut(order)
         rng = random.Random(self.seed * 1_000_003 + epoch)
         rng.shuffle(order)
         batches = []
         for start in range(0, len(order), self.pool):
-            pool = sorted(order[start:start + self.pool], key=lambda i: self.lengths[i])
-            batches.extend(pool[k:k + self.batch_size] for k in range(0, len(pool), self.batch_size))
+            batches.extend(self._cut(sorted(order[start:start + self.pool], key=lambda i: self.lengths[i])))
         rng.shuffle(batches)
         return batches[: len(batches) - len(batches) % self.world_size]
+
+    def _cut(self, ordered: list[int]) -> list[list[int]]:
+        """Consecutive batches of ``ordered`` (sorted by length): ``batch_size`` examples each, or as many as
+        fit ``batch_tokens`` padded tokens."""
+        if self.batch_tokens is None:
+            return [ordered[k:k + self.batch_size] for k in range(0, len(ordered), self.batch_size)]
+        batches: list[list[int]] = []
+        current: list[int] = []
+        longest = 0
+        for i in ordered:
+            grown = max(longest, self.lengths[i])
+            if current and grown * (len(current) + 1) > self.batch_tokens:
+                batches.append(current)
+                current, grown = [], self.lengths[i]
+            current.append(i)
+            longest = grown
+        if current:
+            batches.append(current)
+        return batches
 
     def batches(self, epoch: int = 0) -> list[list[int]]:
         """This rank's batches of ``epoch``."""
@@ -70,3 +104,11 @@ class LengthBucketSampler:
 
     def __len__(self) -> int:
         return len(self.batches(0))
+
+
+def padding_share(lengths: Sequence[int], batches: Sequence[Sequence[int]]) -> float:
+    """The share of padding in ``batches`` of examples of ``lengths``: 1 - real tokens / (examples x longest),
+    summed over the batches."""
+    real = sum(lengths[i] for b in batches for i in b)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches if b)
+    return 1.0 - real / padded if padded else 0.0

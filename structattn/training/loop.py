@@ -26,8 +26,10 @@ from structattn.progress import progress_bar
 from structattn.training.batching import LengthBucketSampler
 from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.config import TrainConfig
+from structattn.training.deadline import TimeLimitReached, past_deadline
 from structattn.training.metrics_log import MetricsLog
 from structattn.training.param_groups import parameter_groups
+from structattn.training.precision import resolve_precision
 from structattn.training.schedule import make_scheduler
 from structattn.training.seeding import rng_state, set_rng_state
 
@@ -64,13 +66,26 @@ def stop_if_diverged(what: str, value: torch.Tensor, *, step: int, lr: float, ru
                      "lower training.lr or check the data")
 
 
-def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+def make_optimizer(model: torch.nn.Module, config: TrainConfig, fused: bool = False) -> torch.optim.AdamW:
     """AdamW over ``model.parameter_groups(config)`` when the model defines it (e.g. HF fine-tuning: other
     learning rates for pretrained and new parameters), else over :func:`parameter_groups` (decay on weight
-    matrices only, see :class:`TrainConfig`)."""
+    matrices only, see :class:`TrainConfig`).
+
+    ``fused``: torch's fused AdamW kernel (one pass over each parameter instead of a dozen elementwise
+    operators; the same update up to rounding) where every parameter is on a device it supports (CPU, CUDA),
+    else the plain one. The bf16 path uses it; fp32 keeps the plain AdamW, so fp32 runs repeat exactly."""
     custom = getattr(model, "parameter_groups", None)
     groups = custom(config) if callable(custom) else parameter_groups(model, config.weight_decay)
+    if fused and all(p.device.type in ("cpu", "cuda") and p.dtype == torch.float32
+                     for g in groups for p in g["params"]):
+        return torch.optim.AdamW(groups, lr=config.lr, fused=True)
     return torch.optim.AdamW(groups, lr=config.lr)
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of the model's first parameter (CPU for a model without parameters)."""
+    first = next(model.parameters(), None)
+    return torch.device("cpu") if first is None else first.device
 
 
 class TrainingLoop:
@@ -100,7 +115,9 @@ class TrainingLoop:
         self.model, self.config = model, config
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_extra = checkpoint_extra or {}
-        self.optimizer = make_optimizer(model, config)
+        #: the precision this run trains in: ``config.precision`` with ``'auto'`` resolved on the model's device
+        self.precision = resolve_precision(config.precision, model_device(model))
+        self.optimizer = make_optimizer(model, config, fused=self.precision == "bf16")
         self.scheduler = make_scheduler(self.optimizer, config.warmup_steps)
         self.loop: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "bad_evals": 0, "loss_sum": 0.0,
                                      "loss_count": 0, "elapsed_s": 0.0}
@@ -173,9 +190,21 @@ class TrainingLoop:
                 if self.loop["step"] % self.config.eval_every == 0 or self.loop["step"] >= self.config.max_steps:
                     stop = self._evaluate_and_save(dev, bar)
                 stop = stop or self.loop["step"] >= self.config.max_steps
+                if not stop and past_deadline():
+                    bar.close()
+                    self._stop_at_deadline()
             if self.loop["position"] >= len(batches):
                 self.loop["epoch"], self.loop["position"] = self.loop["epoch"] + 1, 0
         bar.close()
+
+    def _stop_at_deadline(self) -> None:
+        """Write ``last.pt`` where the loop stands and raise :class:`TimeLimitReached` (see
+        :mod:`structattn.training.deadline`)."""
+        self.loop["elapsed_s"] = time.perf_counter() - self._clock_start
+        if self.writes_outputs:
+            self._save_checkpoints(improved=False)
+        saved = None if self.checkpoint_dir is None else str(self.checkpoint_dir / "last.pt")
+        raise TimeLimitReached(self.loop["step"], saved, self.run_id)
 
     def _update(self, loss: torch.Tensor) -> None:
         """One optimiser step on ``loss`` (clipped; a NaN / inf loss or gradient norm stops the run)."""
@@ -193,9 +222,9 @@ class TrainingLoop:
         self.loop["loss_count"] += 1
 
     def autocast(self, device: torch.device | str) -> contextlib.AbstractContextManager:
-        """The context of a training forward pass: bfloat16 autocast on ``device`` when ``precision`` is
-        ``"bf16"``, else nothing."""
-        if self.config.precision == "bf16":
+        """The context of a training forward pass: bfloat16 autocast on ``device`` when the run's
+        :attr:`precision` is ``"bf16"``, else nothing."""
+        if self.precision == "bf16":
             return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
@@ -255,7 +284,8 @@ class TrainingLoop:
                 "best_metric": self.result.best_metric}
         save_checkpoint(self.checkpoint_dir / "last.pt", model=self.model.state_dict(), best_model=self.best_state,
                         optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(), loop=loop,
-                        rng=rng_state(), train_config=self.config.to_dict(), seed=self.seed, **self.checkpoint_extra)
+                        rng=rng_state(), train_config=self.config.to_dict(), seed=self.seed,
+                        precision_used=self.precision, **self.checkpoint_extra)
         if improved:
             save_checkpoint(self.checkpoint_dir / "best.pt", model=self.best_state, loop=loop, **self.checkpoint_extra)
 
@@ -271,6 +301,10 @@ class TrainingLoop:
         if saved.get("precision", "fp32") != self.config.precision:
             differ.append(f"training.precision: checkpoint {saved.get('precision', 'fp32')!r}, config "
                           f"{self.config.precision!r}")
+        elif data.get("precision_used", self.precision) != self.precision:  # 'auto' on another machine
+            differ.append(f"training.precision 'auto' trained in {data['precision_used']!r} but means "
+                          f"{self.precision!r} on this machine (continue it on a machine where 'auto' means "
+                          f"{data['precision_used']!r})")
         if "seed" in data and data["seed"] != self.seed:
             differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
         old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}

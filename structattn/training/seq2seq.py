@@ -51,13 +51,16 @@ class Seq2SeqTrainer(TrainingLoop):
 
     def _sampler(self, train: Sequence[PairExample]) -> LengthBucketSampler:
         lengths = [len(e) + len(e.target_ids) for e in train]
-        return LengthBucketSampler(lengths, self.config.batch_size, seed=self.seed)
+        return LengthBucketSampler(lengths, self.config.batch_size, batch_tokens=self.config.batch_tokens, seed=self.seed)
 
     def _train_on(self, examples: Sequence[PairExample]) -> None:
         self.model.train()
         batch = pair_batch(examples, self.model.bos_id, self.model.eos_id).to(self.device)
         with self.autocast(self.device):
-            loss = self.model.loss(batch, self.label_smoothing)
+            if self.precision == "bf16":  # the fast path: padded target rows skip the vocabulary projection
+                loss = self.model.loss(batch, self.label_smoothing, skip_padding=True)
+            else:
+                loss = self.model.loss(batch, self.label_smoothing)
         self._update(loss.float())
 
     def _dev_row(self, dev: Sequence[PairExample]) -> tuple[dict[str, float], float]:

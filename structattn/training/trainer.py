@@ -61,7 +61,7 @@ class Trainer(TrainingLoop):
 
     # -- the loop --------------------------------------------------------------------------------------
     def _sampler(self, train: Sequence[Example]) -> LengthBucketSampler:
-        return LengthBucketSampler([len(e) for e in train], self.config.batch_size, seed=self.seed,
+        return LengthBucketSampler([len(e) for e in train], self.config.batch_size, batch_tokens=self.config.batch_tokens, seed=self.seed,
                                    rank=self.context.rank, world_size=self.context.world_size)
 
     def _train_on(self, examples: Sequence[Example]) -> None:

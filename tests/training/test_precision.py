@@ -27,7 +27,7 @@ compare.settings = {{'full': 'full', 'soft': 'soft_bias(dependency)', 'mask': 'h
 
 def test_precision_values_and_recording():
     assert "precision" not in TrainConfig().to_dict() and TrainConfig(precision="bf16").to_dict()["precision"] == "bf16"
-    with pytest.raises(ValueError, match=r"training precision must be one of \['fp32', 'bf16'\], got 'fp16'"):
+    with pytest.raises(ValueError, match=r"training precision must be one of \['fp32', 'bf16', 'auto'\], got 'fp16'"):
         TrainConfig(precision="fp16")
 
 
