@@ -87,7 +87,8 @@ def import_file(path: str | Path, name: str | None = None) -> ModuleType:
             return existing
         raise ValueError(f"plugin file {str(path)!r} would be module {name!r}, but a module of that name is already "
                          f"imported from {getattr(existing, '__file__', None)!r}; rename the file")
-    spec = importlib.util.spec_from_file_location(name, path)
+    package = [str(path.parent)] if path.name == "__init__.py" else None  # a package's submodules stay importable
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=package)
     if spec is None or spec.loader is None:
         raise ValueError(f"plugin file {str(path)!r} cannot be imported (not a Python file?)")
     module = importlib.util.module_from_spec(spec)
@@ -150,27 +151,66 @@ def record_imported(names: Sequence[str], source: str) -> list[dict[str, Any]]:
 def replay(records: Sequence[dict[str, Any]] | None, recorded_by: str = "the run") -> list[dict[str, Any]]:
     """Import the plugins a run recorded (:func:`loaded` of that run), before rebuilding its models.
 
-    Files are imported from their recorded path under their recorded name (a changed file is imported with a
-    one-line warning on stderr); modules by name from the working folder or the installed packages.
+    Files are imported from their recorded path under their recorded name; modules by name from the working
+    folder or the installed packages, else (the run was made in another folder) from the file the record says
+    they were loaded from. A file whose sha256 differs from the recorded one is still imported, with a one-line
+    warning on stderr. Records without a path (older runs) replay by name only.
 
     Raises:
-        ValueError: a plugin cannot be found, naming it and ``recorded_by``.
+        ValueError: a plugin cannot be found, naming it, ``recorded_by`` and, when recorded, its file.
     """
     out = []
     for record in records or ():
-        name, path = record["module"], record.get("path")
-        try:
-            if record.get("kind") == "file" and name not in sys.modules and path and Path(path).is_file():
-                import_file(path, name)
-            else:
-                import_module(name)
-        except ValueError as err:
-            where = f" (file {path})" if record.get("kind") == "file" else ""
-            raise ValueError(f"plugin {name!r}{where}, recorded by {recorded_by}, cannot be imported: {err}") from None
-        module = sys.modules[name]
+        module, checked = _replay_one(record, recorded_by)
         now = _module_record(module, record.get("kind", "module"), f"replayed from {recorded_by}")
-        if record.get("sha256") and now["sha256"] and now["sha256"] != record["sha256"]:
-            print(f"structattn: warning: plugin {name!r} ({now['path']}) changed since {recorded_by} recorded it "
-                  f"(sha256 {record['sha256'][:12]} then, {now['sha256'][:12]} now)", file=sys.stderr)
+        if not checked:
+            _warn_if_changed(record, now["path"], now["sha256"], recorded_by)
         out.append(_remember(now))
     return out
+
+
+def _replay_one(record: dict[str, Any], recorded_by: str) -> tuple[ModuleType, bool]:
+    """The recorded plugin's module, and whether its checksum was already compared (loaded from its path)."""
+    name, path = record["module"], record.get("path")
+    where = f" (file {path})" if record.get("kind") == "file" else ""
+    who = f"plugin {name!r}{where}, recorded by {recorded_by}, cannot be imported"
+    try:
+        if record.get("kind") == "file" and name not in sys.modules and path and Path(path).is_file():
+            return import_file(path, name), False
+        if name in sys.modules or not path or _importable(name):
+            return import_module(name), False
+    except ValueError as err:
+        raise ValueError(f"{who}: {err}") from None
+    # not importable by name here (the run was made in another folder): the file the run loaded it from
+    if not Path(path).is_file():
+        raise ValueError(f"{who}: no module {name!r} in the working folder {os.getcwd()!r} or the installed "
+                         f"packages, and the recorded file {path!r} no longer exists; pass --import PATH (the "
+                         "plugin's file or module) to load it")
+    if "." in name:
+        raise ValueError(f"{who}: it is module {name!r} of package {name.split('.')[0]!r} (file {path!r}), which "
+                         "is not importable from here; run from the folder that holds the package, add that "
+                         "folder to PYTHONPATH, or pass --import PATH")
+    _warn_if_changed(record, str(Path(path).resolve()), sha256_of(path), recorded_by)
+    try:
+        return import_file(path, name), True
+    except ValueError as err:
+        raise ValueError(f"{who}: {err}") from None
+
+
+def _importable(name: str) -> bool:
+    """Whether ``name`` can be found from the working folder or the installed packages (without importing it;
+    a parent package that fails to import counts as found, so that importing it reports the failure)."""
+    working_folder_on_path()
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+    except Exception:
+        return True
+
+
+def _warn_if_changed(record: dict[str, Any], path: str | None, digest: str | None, recorded_by: str) -> None:
+    """One line on stderr when the plugin's file no longer has the sha256 the run recorded."""
+    if record.get("sha256") and digest and digest != record["sha256"]:
+        print(f"structattn: warning: plugin {record['module']!r} ({path}) changed since {recorded_by} recorded it "
+              f"(sha256 {record['sha256'][:12]} then, {digest[:12]} now)", file=sys.stderr)

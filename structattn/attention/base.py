@@ -160,6 +160,9 @@ class StructuredAttention(nn.Module):
         hidden: torch.Tensor | None,
     ) -> None:
         who = f"attention {self.name!r}"
+        _check_tensors(who, q=q, k=k, v=v, hidden=hidden)
+        if structure is not None and not isinstance(structure, Structure):
+            raise TypeError(f"{who}: structure must be a Structure (or None), got {type(structure).__name__}")
         if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
             raise ValueError(
                 f"{who}: q, k, v must be (b, h, n, d) with equal shapes, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
@@ -172,12 +175,12 @@ class StructuredAttention(nn.Module):
             )
         dtypes = {"q": q.dtype, "k": k.dtype, "v": v.dtype}
         if not all(x.is_floating_point() for x in (q, k, v)) or len(set(dtypes.values())) > 1:
-            shown = ", ".join(f"{name} {str(dt).removeprefix('torch.')}" for name, dt in dtypes.items())
+            shown = ", ".join(f"{name} {_dtype_name(dt)}" for name, dt in dtypes.items())
             raise ValueError(f"{who}: q, k, v must share one floating-point dtype, got {shown}")
         if hidden is not None and (hidden.dim() != 3 or not hidden.is_floating_point()):
             raise ValueError(
-                f"{who}: hidden must be a floating-point (b, n, d_model) tensor, got {tuple(hidden.shape)} "
-                f"{hidden.dtype}"
+                f"{who}: hidden must be a floating-point (b, n, d_model) tensor, got hidden {tuple(hidden.shape)} "
+                f"{_dtype_name(hidden.dtype)}"
             )
         b, h, n, _ = q.shape
         if h != self.num_heads:
@@ -204,6 +207,18 @@ class StructuredAttention(nn.Module):
                 raise ValueError(f"{who} needs the layer input: call it with hidden=x, x of shape (b, n, d_model)")
             if hidden.shape[:2] != (b, n):
                 raise ValueError(f"{who}: hidden has shape {tuple(hidden.shape)}, expected ({b}, {n}, d_model)")
+
+
+def _check_tensors(who: str, **inputs: object) -> None:
+    """``TypeError`` naming the first input that is neither a tensor nor (for ``hidden``) ``None``."""
+    for name, x in inputs.items():
+        if not isinstance(x, torch.Tensor) and not (name == "hidden" and x is None):
+            shape = "(b, n, d_model)" if name == "hidden" else "(b, h, n, d)"
+            raise TypeError(f"{who}: {name} must be a torch.Tensor {shape}, got {type(x).__name__}")
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def key_padding(structure: Structure | None, b: int, n: int, device: torch.device) -> torch.Tensor:

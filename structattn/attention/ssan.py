@@ -190,6 +190,18 @@ class SelectiveSelfAttention(StructuredAttention):
             return self.last_selection_rate.new_zeros(())
         return self._last_penalty
 
+    def _check_inputs(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None,
+                      hidden: torch.Tensor | None) -> None:
+        """The base checks, then the policy's width and at least one token (the selection kernel's blocks)."""
+        super()._check_inputs(q, k, v, structure, hidden)
+        assert hidden is not None  # needs_hidden: the base refused None
+        if hidden.shape[-1] != self.d_model:
+            raise ValueError(f"attention 'ssan': hidden has width {hidden.shape[-1]}, expected d_model={self.d_model} "
+                             f"(the policy's input width), got hidden {tuple(hidden.shape)}")
+        if q.shape[0] == 0 or q.shape[2] == 0:
+            raise ValueError(f"attention 'ssan': q, k, v need at least one sentence and one token, got q "
+                             f"{tuple(q.shape)} (b, h, n, d)")
+
     def attend(
         self,
         q: torch.Tensor,
@@ -207,10 +219,8 @@ class SelectiveSelfAttention(StructuredAttention):
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, structure: Structure | None, *,
                 hidden: torch.Tensor | None, return_weights: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        assert hidden is not None
+        assert hidden is not None  # inputs checked by _check_inputs
         b, h, n, d = q.shape
-        if hidden.shape[-1] != self.d_model:
-            raise ValueError(f"ssan: hidden has width {hidden.shape[-1]}, the policy was built for d_model={self.d_model}")
         work = torch.float64 if q.dtype == torch.float64 else torch.float32
         real = key_padding(structure, b, n, q.device)  # (b, n)
         soft_original = self.soft and self.soft_mode == "original"

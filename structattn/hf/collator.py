@@ -103,9 +103,12 @@ class StructureCollator:
             ``global_tokens`` of its own).
 
     Raises:
-        ValueError: a slow tokenizer, left padding, a bad ``global_tokens``; at call time a sentence longer than ``max_length`` (without
-            ``truncation``) or a
-            tokenization that does not give every word a token (the message names the sentence and word).
+        ValueError: a slow tokenizer, left padding, a bad ``global_tokens``; at call time a sentence longer than
+            ``max_length`` (without ``truncation``: the message names the sentence, its token count, the limit and
+            where the limit comes from) or a tokenization that does not give every word a token (the message
+            names the sentence and word). With no limit known (no ``model``, a tokenizer without
+            ``model_max_length`` and no ``config.json`` beside it) nothing is refused for its length: pass
+            ``model`` or ``max_length``.
     """
 
     def __init__(
@@ -129,9 +132,11 @@ class StructureCollator:
         self.tokenizer = tokenizer
         self.providers = {k: get_provider(p) if isinstance(p, str) else p for k, p in providers.items()}
         if max_length is None:
-            self.max_length = default_max_length(tokenizer, model)
+            known = known_limits(tokenizer, model)
+            self.max_length, self.limit_source = min(known) if known else (None, None)
         else:  # a tokenizer's "no limit" (1e30) passed on as max_length stays no limit
             self.max_length = int(max_length) if max_length < 10**9 else None
+            self.limit_source = None if self.max_length is None else f"max_length={self.max_length}"
         self.piece_distance = piece_distance
         if truncation and self.max_length is None:
             raise ValueError("StructureCollator: truncation needs a max_length (the tokenizer sets none)")
@@ -151,9 +156,12 @@ class StructureCollator:
                              return_tensors="pt", verbose=False)
         lengths = enc["attention_mask"].sum(-1).tolist()
         word_ids = [enc.word_ids(k)[: lengths[k]] for k in range(len(sentences))]
+        remedy = (f"split or drop it, or pass truncation=True to StructureCollator to keep its first {self.max_length} "
+                  "tokens (max_length sets the cut; the words cut off leave the structure)")
         for s, ids in zip(sentences, word_ids):
             kept = s.words[: _num_words(ids)] if self.truncation else s.words
-            check_tokenization(kept, ids, describe_sentence(s.id), self.max_length)
+            check_tokenization(kept, ids, describe_sentence(s.id), self.max_length, source=self.limit_source,
+                               remedy=remedy)
         batch: dict[str, Any] = dict(enc)
         tokens = [self.tokenizer.convert_ids_to_tokens(enc["input_ids"][k, : lengths[k]].tolist()) for k in range(len(sentences))]
         batch["structures"] = {name: self._aligned(p, sentences, word_ids, tokens, enc["input_ids"].shape[1])
@@ -187,10 +195,23 @@ def default_max_length(tokenizer: Any, model: nn.Module | None = None) -> int | 
     Raises:
         ValueError: the ``config.json`` beside the tokenizer is not valid JSON (named).
     """
-    limits = [position_limit(family_config(model.config.to_dict()))] if model is not None else []
+    known = known_limits(tokenizer, model)
+    return min(known)[0] if known else None
+
+
+def known_limits(tokenizer: Any, model: nn.Module | None = None) -> list[tuple[int, str]]:
+    """Every token limit known of ``model`` and ``tokenizer`` (see :class:`StructureCollator`'s ``max_length``),
+    each with where it comes from, as error messages word it.
+
+    Raises:
+        ValueError: the ``config.json`` beside the tokenizer is not valid JSON (named).
+    """
+    limits = []
+    if model is not None:
+        limits.append((position_limit(family_config(model.config.to_dict())), "its position table"))
     own = getattr(tokenizer, "model_max_length", None)
     if own is not None and own < 10**9:
-        limits.append(int(own))
+        limits.append((int(own), "the tokenizer's model_max_length"))
     folder = str(getattr(tokenizer, "name_or_path", "") or "")
     config = Path(folder) / "config.json"
     if folder and config.is_file():
@@ -200,8 +221,8 @@ def default_max_length(tokenizer: Any, model: nn.Module | None = None) -> int | 
             raise ValueError(f"{config} (beside the tokenizer) is not valid JSON ({error}); the file is truncated "
                              "or damaged") from None
         if isinstance(values, dict) and "max_position_embeddings" in values:
-            limits.append(position_limit(family_config(values)))
-    return min(limits) if limits else None
+            limits.append((position_limit(family_config(values)), f"max_position_embeddings of {str(config)!r}"))
+    return limits
 
 
 def family_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -226,22 +247,24 @@ def _first_words(structure: Structure, k: int) -> Structure:
     return replace(structure, **crop, **rows)
 
 
-def check_tokenization(words: Sequence[str], ids: Sequence[int | None], who: str, max_length: int | None) -> None:
+def check_tokenization(words: Sequence[str], ids: Sequence[int | None], who: str, max_length: int | None, *,
+                       source: str | None = None, remedy: str | None = None) -> None:
     """Refuse a tokenization the word structure cannot follow.
 
     Args:
         words: the sentence's words; ids: the word of each token (``word_ids()``, ``None`` for specials);
-        who: how messages name the sentence; max_length: most tokens allowed (``None``: no limit).
+        who: how messages name the sentence; max_length: most tokens allowed (``None``: no limit);
+        source: where ``max_length`` comes from (said in the message); remedy: what the message advises for a
+            sentence over ``max_length`` (default: split or drop it).
 
     Raises:
         ValueError: too many tokens, a word id out of range, a word without a token, or words out of order;
             the message names the sentence and the word.
     """
     if max_length is not None and len(ids) > max_length:
-        raise ValueError(
-            f"{who} has {len(ids)} tokens, more than the model's {max_length}; split or drop it "
-            "(truncation would cut words off the structure)"
-        )
+        where = f" ({source})" if source else ""
+        advice = remedy or "split or drop it (truncation would cut words off the structure)"
+        raise ValueError(f"{who} has {len(ids)} tokens, more than the model's {max_length}{where}; {advice}")
     n = len(words)
     real = [w for w in ids if w is not None]
     bad = [w for w in real if not 0 <= w < n]

@@ -1,0 +1,62 @@
+"""A 2,000-word sentence and a model with 64 positions: refused at collation by name (sentence, token count,
+limit, where the limit comes from, the option that truncates), not left to fail inside the position embeddings."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import torch
+
+from structattn.hf.collator import StructureCollator
+from structattn.structures import Sentence
+from tests.hf.conftest import tiny_model
+
+POSITIONS = 64
+
+
+@pytest.fixture(scope="module")
+def long_sentence(treebank):
+    words = [w for s in treebank for w in s.words]
+    words = (words * (1 + 2000 // len(words)))[:2000]
+    return Sentence(words=words, heads=[-1] + list(range(len(words) - 1)), id="long-2000")
+
+
+def _tokens(tokenizer, sentence):
+    return len(tokenizer(list(sentence.words), is_split_into_words=True, verbose=False)["input_ids"])
+
+
+def test_the_models_position_limit_refuses_the_sentence_by_name(tokenizer, long_sentence):
+    model = tiny_model("bert", tokenizer, max_position_embeddings=POSITIONS)
+    count = _tokens(tokenizer, long_sentence)
+    assert count > 2000 and StructureCollator(tokenizer).max_length is None  # the tokenizer alone knows no limit
+    with pytest.raises(ValueError) as caught:
+        StructureCollator(tokenizer, model=model)([long_sentence])
+    assert str(caught.value) == (
+        f"sentence 'long-2000' has {count} tokens, more than the model's {POSITIONS} (its position table); split or "
+        f"drop it, or pass truncation=True to StructureCollator to keep its first {POSITIONS} tokens (max_length "
+        "sets the cut; the words cut off leave the structure)")
+
+
+def test_truncation_named_by_the_message_makes_the_batch_fit(tokenizer, long_sentence):
+    model = tiny_model("bert", tokenizer, max_position_embeddings=POSITIONS)
+    encoded = StructureCollator(tokenizer, model=model, truncation=True).encode([long_sentence])
+    batch = encoded.batch
+    assert batch["input_ids"].shape == (1, POSITIONS)
+    assert batch["structures"]["dependency"].token_mask.shape == (1, POSITIONS)
+    with torch.no_grad():
+        out = model(**{k: v for k, v in batch.items() if k != "structures"}).last_hidden_state
+    assert out.shape[:2] == (1, POSITIONS) and torch.isfinite(out).all()
+
+
+def test_the_tokenizers_limit_and_an_explicit_max_length_are_named(tokenizer, long_sentence):
+    count = _tokens(tokenizer, long_sentence)
+    limited = copy.deepcopy(tokenizer)
+    limited.model_max_length = POSITIONS
+    with pytest.raises(ValueError, match=re.escape(
+            f"sentence 'long-2000' has {count} tokens, more than the model's {POSITIONS} (the tokenizer's "
+            "model_max_length); split or drop it, or pass truncation=True")):
+        StructureCollator(limited)([long_sentence])
+    with pytest.raises(ValueError, match=re.escape(f"has {count} tokens, more than the model's 100 (max_length=100);")):
+        StructureCollator(tokenizer, max_length=100)([long_sentence])
