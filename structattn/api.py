@@ -89,7 +89,7 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
         parse_config(path, overrides, threads, "compare")
     with gin_suffix_removed(), busy_aware_threads(None):  # an explicit `threads` is bound in gin above
         return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
-                                 mode=mode, **({} if time_limit is None else {"time_limit": time_limit}))
+                                 mode=mode, time_limit=time_limit)
 
 
 def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),

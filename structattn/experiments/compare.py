@@ -171,12 +171,10 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
                 report(records, out, len(runs), plots, reference)
             write_provenance(out, watch, _checksums(records), finished=not failed and stopped is None,
                              kept=sorted(done))
-    result = Records(records)
-    result.left = []
-    if stopped is not None:
-        result.left = [spec.run_id for spec in mine if spec.index not in {r["index"] for r in records}]
-        if context.is_main:
-            print(_stopped_line(stopped, limit, result, len(mine), out), file=sys.stderr, flush=True)
+    finished = {r["index"] for r in records}
+    result = Records(records, [] if stopped is None else [s.run_id for s in mine if s.index not in finished])
+    if stopped is not None and context.is_main:
+        print(_stopped_line(stopped, limit, result, len(mine), out), file=sys.stderr, flush=True)
     if failed:
         lines = "; ".join(f"run {o.spec.run_id} failed: {type(o.error).__name__}: {o.error}"
                           for o in sorted(failed, key=lambda o: o.spec.index))
@@ -189,7 +187,9 @@ class Records(list):
     """The records of a comparison's finished runs (a list, in run order); ``left``: the run ids that did not
     finish because the time limit stopped the comparison (empty when it ran to the end)."""
 
-    left: list[str] = []
+    def __init__(self, records: Iterable[dict[str, Any]], left: Sequence[str] = ()) -> None:
+        super().__init__(records)
+        self.left = list(left)
 
 
 def _stopped_line(stopped: TimeLimitReached, limit: float, result: Records, planned: int, out: Path) -> str:

@@ -46,12 +46,11 @@ class Seq2SeqModel(nn.Module):
         ``skip_padding``: project only the real target positions onto the vocabulary (the padded ones are
         ignored by the loss anyway): the same loss up to rounding, without the padding's share of the largest
         matrix product of the step (the bf16 training path uses it)."""
-        if not skip_padding:
-            logits = self(batch)
-            return F.cross_entropy(logits.flatten(0, 1).float(), batch.target_out.flatten(), ignore_index=0,
-                                   label_smoothing=label_smoothing)
         memory, memory_mask = self.encode(batch.source)
-        hidden = self.decoder.hidden(batch.target_in, memory, memory_mask)
-        real = batch.target_out != 0
-        logits = self.decoder.output(hidden[real])
-        return F.cross_entropy(logits.float(), batch.target_out[real], label_smoothing=label_smoothing)
+        hidden, target = self.decoder.hidden(batch.target_in, memory, memory_mask), batch.target_out
+        if skip_padding:
+            real = target != 0
+            hidden, target = hidden[real], target[real]
+        logits = self.decoder.output(hidden)
+        return F.cross_entropy(logits.flatten(0, -2).float(), target.flatten(), ignore_index=0,
+                               label_smoothing=label_smoothing)
