@@ -11,6 +11,7 @@ e.g. a record left by an earlier comparison, and is rejected with its file name.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -70,5 +71,16 @@ def read_records(folder: Path, manifest: dict[str, Any]) -> dict[int, tuple[Path
         if problem:
             raise ValueError(f"{str(path)!r} does not belong to this comparison: {problem}; remove it, or rerun "
                              "into a fresh folder")
+        if "precision" not in record:  # written before records said it: the folder's operative config does
+            record["precision"] = config_precision(folder)
         out[record["index"]] = (path, record)
     return out
+
+
+def config_precision(folder: Path) -> str:
+    """The ``training.precision`` bound in ``folder/config.gin`` (the operative config gin wrote), ``'fp32'``
+    when it binds none (the default) or the folder has no config."""
+    path = folder / "config.gin"
+    text = path.read_text() if path.is_file() else ""
+    found = re.findall(r"^training\.precision\s*=\s*['\"](\w+)['\"]", text, flags=re.MULTILINE)
+    return found[-1] if found else "fp32"

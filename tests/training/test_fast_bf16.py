@@ -221,3 +221,18 @@ def test_resuming_auto_where_it_means_another_precision_is_refused(tmp_path, mon
                                          r"machine where 'auto' means 'fp32'\)"):
         Seq2SeqTrainer(tiny_seq2seq(), longer, checkpoint_dir=tmp_path, quiet=True).fit(
             pairs(), pairs(4, seed=1), resume=tmp_path / "last.pt")
+
+
+def test_records_written_before_precision_was_recorded_take_it_from_the_folders_config(tmp_path):
+    """A bf16 record of the old format (no ``precision`` field) is not read as fp32: merge takes the precision
+    from the folder's operative config, so it is refused beside an fp32 run."""
+    from structattn.experiments.records import config_precision, read_manifest, read_records
+
+    out = tmp_path / "old"
+    api.compare(TINY.replace("'auto'", "'bf16'"), out, quiet=True, plots=False, threads=1)
+    for path in (out / "runs").glob("*.json"):
+        record = json.loads(path.read_text())
+        del record["precision"]
+        path.write_text(json.dumps(record))
+    assert config_precision(out) == "bf16" and config_precision(tmp_path) == "fp32"
+    assert {r["precision"] for _, r in read_records(out, read_manifest(out)).values()} == {"bf16"}
