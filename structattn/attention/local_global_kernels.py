@@ -398,6 +398,13 @@ def banded_attention(
     Shapes:
         q, k, v: (b, h, n, d); token_mask, is_global: (b, n) bool. Returns (b, h, n, d), (b, h, n, n) or None.
     """
+    # under autocast (training's bf16 path) the kernels still compute in the dtype they choose: autocast would
+    # turn their float32 products into bfloat16 ones and break the in-place writes into float32 buffers
+    with torch.autocast(q.device.type, enabled=False):
+        return _banded_attention(q, k, v, token_mask, is_global, radius, dilation, block, return_weights)
+
+
+def _banded_attention(q, k, v, token_mask, is_global, radius, dilation, block, return_weights):
     n, dtype = q.shape[2], q.dtype
     # half inputs are computed in float32 throughout: a float16 score overflows for |q|, |k| ~ 300
     q, k, v = (x.to(compute_dtype(dtype)) for x in (q, k, v))

@@ -304,6 +304,54 @@ def check_half_precision(case: AttentionCase) -> None:
     close(out.double(), want, "bf16 output vs float64 run", 3e-2, 3e-2)
 
 
+#: relative (Frobenius) error allowed between training's bf16 path and the float64 oracle, for the output and
+#: for every gradient: about five bfloat16 unit roundoffs (2 ** -8); the shipped variants measure 1.6e-3 to
+#: 4.2e-3 (b=2, h=3, n=7, d=5).
+BF16_RELATIVE_ERROR = 2e-2
+
+
+def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    got, want = got.detach().double(), want.detach().double()
+    return float((got - want).norm() / want.norm().clamp_min(1e-300))
+
+
+def check_bf16_autocast(case: AttentionCase) -> None:
+    """Training's bf16 path (``training.precision = 'bf16'``): the float32 module under bfloat16 autocast, on
+    bf16 inputs, against the float64 oracle on the same rounded inputs (a float64 copy of the module): the
+    output and the gradients of q, k, v, hidden and every parameter within :data:`BF16_RELATIVE_ERROR`. In eval
+    mode: a stochastic variant's training draw is made in float32, which a float64 oracle cannot replay, and a
+    hard selection may flip under rounding (its training path is checked in float64 by ``reference``)."""
+    module, gen = case.build().eval(), case.generator()
+    structure, q, k, v, hidden = case.inputs(module, gen)
+    rounded = [None if x is None else x.detach().to(torch.bfloat16) for x in (q, k, v, hidden)]
+    low = [None if x is None else x.clone().requires_grad_() for x in rounded]
+    with torch.autocast(q.device.type, dtype=torch.bfloat16):
+        out = call(module, *low[:3], structure, low[3])
+    expect(out.dtype == torch.bfloat16, f"under bf16 autocast the output is {out.dtype}, expected bfloat16")
+    wide_module = copy.deepcopy(module).double()
+    wide = [None if x is None else x.detach().double().requires_grad_() for x in rounded]
+    want, _ = case.oracle(wide_module, *wide[:3], structure, wide[3])
+    error = _relative_error(out, want)
+    expect(error <= BF16_RELATIVE_ERROR, f"bf16 output vs float64 reference: relative error {error:.3g} "
+                                         f"> {BF16_RELATIVE_ERROR}")
+    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    pairs = {"q": (low[0], wide[0]), "k": (low[1], wide[1]), "v": (low[2], wide[2])}
+    if low[3] is not None:
+        pairs["hidden"] = (low[3], wide[3])
+    wide_params = dict(wide_module.named_parameters())
+    pairs.update({f"parameter {n}": (p, wide_params[n]) for n, p in module.named_parameters() if p.requires_grad})
+    got = torch.autograd.grad(out, [a for a, _ in pairs.values()], grad_out.to(out.dtype), allow_unused=True)
+    ref = torch.autograd.grad(want, [b for _, b in pairs.values()], grad_out, allow_unused=True)
+    for label, g, w in zip(pairs, got, ref):
+        if g is None and w is None:
+            continue
+        expect(g is not None and w is not None, f"gradient of {label}: "
+               + ("the bf16 path gives none, the reference does" if g is None else "the reference gives none"))
+        error = _relative_error(g, w)
+        expect(error <= BF16_RELATIVE_ERROR, f"bf16 gradient of {label} vs float64 reference: relative error "
+                                             f"{error:.3g} > {BF16_RELATIVE_ERROR}")
+
+
 ATTENTION_CHECKS: dict[str, Callable[[AttentionCase], None]] = {
     "output_shape": check_output_shape,
     "reference": check_reference,
@@ -318,6 +366,7 @@ ATTENTION_CHECKS: dict[str, Callable[[AttentionCase], None]] = {
     "missing_fields_at_call": check_missing_fields_at_call,
     "weights_rows": check_weights_rows,
     "half_precision": check_half_precision,
+    "bf16_autocast": check_bf16_autocast,
 }
 
 

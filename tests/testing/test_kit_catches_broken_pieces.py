@@ -71,10 +71,22 @@ class Unused(Plain):
         self.temperature = torch.nn.Parameter(torch.ones(num_heads))
 
 
+class CoarseUnderAutocast(Plain):
+    """Broken only in bf16: under autocast it keeps the scores to two significant bits (a stand-in for a kernel
+    that loses precision in bfloat16); float32 and float64 are exact."""
+
+    def attend(self, q, k, v, structure, *, hidden, return_weights):
+        if torch.is_autocast_enabled(q.device.type):
+            q = q.float()
+            q = torch.frexp(q).mantissa.mul(4).round().div(4) * torch.exp2(torch.frexp(q).exponent.float())
+        return super().attend(q, k, v, structure, hidden=hidden, return_weights=return_weights)
+
+
 def test_a_correct_outside_variant_passes_every_check(capsys):
     with registered(ATTENTION, "kit_plain", Plain):
         report = check_attention("kit_plain", masked_softmax_reference)
     assert report["reference"] == report["padding_invariance"] == report["nan_padding"] == "passed"
+    assert report["bf16_autocast"] == "passed"
     assert report["reversal_equivariance"].startswith("skipped: not a position-based")
     assert "reversal_equivariance skipped" in capsys.readouterr().out
     assert "kit_plain" not in ATTENTION
@@ -107,6 +119,14 @@ def test_a_parameter_without_gradient_fails():
     with registered(ATTENTION, "kit_unused", Unused):
         with pytest.raises(AssertionError, match="failed parameter_gradients: parameter temperature got no gradient"):
             check_attention("kit_unused", masked_softmax_reference, checks=["parameter_gradients"])
+
+
+def test_a_variant_that_loses_precision_under_bf16_autocast_fails():
+    with registered(ATTENTION, "kit_coarse", CoarseUnderAutocast):
+        check_attention("kit_coarse", masked_softmax_reference, checks=["reference", "half_precision"])
+        with pytest.raises(AssertionError, match=r"failed bf16_autocast: bf16 output vs float64 reference: relative "
+                                                 r"error [0-9.e-]+ > 0.02"):
+            check_attention("kit_coarse", masked_softmax_reference, checks=["bf16_autocast"])
 
 
 # -- providers --------------------------------------------------------------------------------------------
