@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import contextlib
+
 import torch
 
 from structattn.progress import progress_bar
@@ -17,7 +19,8 @@ from structattn.seq2seq.steppers import CachedStepper, RecomputeStepper
 @torch.no_grad()
 def translate_examples(model: Seq2SeqModel, examples: Sequence[PairExample], options: Seq2SeqOptions, *,
                        beam: int | None = None, batch_size: int = 32, cached: bool = True,
-                       device: torch.device | str = "cpu", quiet: bool = True, desc: str = "translate") -> list[list[int]]:
+                       device: torch.device | str = "cpu", quiet: bool = True, desc: str = "translate",
+                       precision: str = "fp32") -> list[list[int]]:
     """Target ids (no ``<s>``/``</s>``) of every example, in input order.
 
     Args:
@@ -29,13 +32,22 @@ def translate_examples(model: Seq2SeqModel, examples: Sequence[PairExample], opt
         cached: decode with the key/value cache (``False``: recompute the prefix each step, the reference).
         device: where the model runs.
         quiet: no progress bar.
+        precision: ``"fp32"``, or ``"bf16"`` to decode under bfloat16 autocast (the model's weights stay as they
+            are); ``benchmarks/decode_bf16.py`` measures how many outputs stay equal to fp32's.
+
+    Raises:
+        ValueError: another ``precision``.
     """
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"translate_examples: precision must be 'fp32' or 'bf16', got {precision!r}")
     model.eval()
     beam = options.beam if beam is None else beam
     order = sorted(range(len(examples)), key=lambda i: -len(examples[i]))
     out: list[list[int]] = [[] for _ in examples]
     stepper_cls = CachedStepper if cached else RecomputeStepper
-    with progress_bar(total=len(examples), quiet=quiet, desc=desc, unit="sent") as bar:
+    autocast = (torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if precision == "bf16"
+                else contextlib.nullcontext())
+    with progress_bar(total=len(examples), quiet=quiet, desc=desc, unit="sent") as bar, autocast:
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             source = source_batch([examples[i] for i in chunk]).to(device)

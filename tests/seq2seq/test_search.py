@@ -3,6 +3,7 @@ results come back in input order."""
 
 import itertools
 
+import pytest
 import torch
 
 from structattn.seq2seq import (CachedStepper, RecomputeStepper, Seq2SeqOptions, beam_search, greedy_search,
@@ -207,3 +208,25 @@ def test_best_extensions_equal_topk_over_every_candidate():
             assert torch.equal(top[-1, :r], eos.values) and torch.equal(parent[-1, :r], eos.indices)
             assert bool((token[-1] == EOS).all()) and bool(torch.isinf(top[-1, r:]).all())
 
+
+
+def test_bf16_decoding_runs_the_model_in_bfloat16_and_fp32_stays_the_default():
+    model = tiny_model(seed=4).float()  # autocast leaves float64 alone
+    pairs = random_pairs(5)
+    options = Seq2SeqOptions(beam=3, max_len_a=1.0, max_len_b=4)
+    seen: list[torch.dtype] = []
+    hook = model.decoder.register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+    try:
+        fp32 = translate_examples(model, pairs, options, batch_size=2)
+        assert set(seen) == {torch.float32}
+        seen.clear()
+        for beam in (1, 3):
+            bf16 = translate_examples(model, pairs, options, batch_size=2, beam=beam, precision="bf16")
+            assert set(seen) == {torch.bfloat16}
+            assert len(bf16) == len(pairs) and all(isinstance(t, int) and t >= 0 for h in bf16 for t in h)
+            seen.clear()
+    finally:
+        hook.remove()
+    assert translate_examples(model, pairs, options, batch_size=2, precision="fp32") == fp32
+    with pytest.raises(ValueError, match="precision must be 'fp32' or 'bf16', got 'fp16'"):
+        translate_examples(model, pairs, options, precision="fp16")
