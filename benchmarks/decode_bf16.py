@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import sacrebleu
 import torch
 
+from structattn.experiments.provenance import cpu_model
 from structattn.experiments.translate_command import encode, load_translator, read_input
 from structattn.seq2seq import Seq2SeqOptions, translate_examples
 from structattn.seq2seq.vocab import detokenize
@@ -31,13 +31,6 @@ def read_lines(path: str) -> list[str]:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:
@@ -68,7 +61,7 @@ def main() -> None:
         line = detokenize(ids, loaded.target)
         return detokenize_words(line.split(), language) if language else line
 
-    print(f"{cpu_name()}, {args.threads} thread(s), torch {torch.__version__}, {len(examples)} sentences, "
+    print(f"{cpu_model()}, {args.threads} thread(s), torch {torch.__version__}, {len(examples)} sentences, "
           f"{args.checkpoint}")
     print("| search | fp32 s | bf16 s | speed-up | same output | fp32 BLEU | bf16 BLEU |")
     print("|---|---:|---:|---:|---:|---:|---:|")

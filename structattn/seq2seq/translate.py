@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import contextlib
+from typing import Sequence
 
 import torch
 
