@@ -1,4 +1,4 @@
-"""The README's sharding recipe works exactly as printed: its two ``--shard`` commands (both given ``--out
+"""The sharding recipe of docs/training.md works exactly as printed: its two ``--shard`` commands (both given ``--out
 runs/ssan``: a shared folder, or folders copied together) and its ``structattn merge runs/ssan`` give the
 table an unsharded run gives. The printed commands run as they are, with gin overrides appended that shrink
 the comparison (one task, one seed, a few steps, a tiny model)."""
@@ -19,12 +19,12 @@ TINY = ["--quiet", "--no-plots", "--threads", "1",
 
 
 def printed_recipe() -> list[list[str]]:
-    """The README's sharded-compare and merge commands, as argument lists (comments dropped)."""
-    lines = [line.split("#")[0].strip() for line in (ROOT / "README.md").read_text().splitlines()]
+    """docs/training.md's sharded-compare and merge commands, as argument lists (comments dropped)."""
+    lines = [line.split("#")[0].strip() for line in (ROOT / "docs" / "training.md").read_text().splitlines()]
     recipe = [line for line in lines if line.startswith(f"structattn compare {CONFIG} --out runs/ssan --shard")
               or line.startswith("structattn merge runs/ssan")]
     commands = [shlex.split(line)[1:] for line in recipe]
-    assert [c[0] for c in commands] == ["compare", "compare", "merge"], f"README recipe changed: {recipe}"
+    assert [c[0] for c in commands] == ["compare", "compare", "merge"], f"docs/training.md recipe changed: {recipe}"
     return commands
 
 
