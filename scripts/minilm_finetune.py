@@ -68,9 +68,15 @@ def parsed_task(spec: str):
 
 def parsed_predictions(record: dict, root: Path, out: Path) -> dict:
     """Per-item outputs of the record's best checkpoint on parsed test trees (cached in ``out``)."""
+    from structattn.experiments.record_checks import RecordError, parse_record, write_atomic
+
     path = out / f"{record['run_id']}.json"
     if path.is_file():
-        return json.loads(path.read_text())
+        cached = parse_record(path)
+        if not isinstance(cached, dict) or cached.get("ids") != record["predictions"]["ids"]:
+            raise RecordError(path, "ids", f"the cached parsed-tree predictions are not those of run "
+                                           f"{record['run_id']}'s test items; remove the file to score it again")
+        return cached
     import torch
 
     from structattn.experiments.run import checkpoint_predictions
@@ -79,8 +85,7 @@ def parsed_predictions(record: dict, root: Path, out: Path) -> dict:
     predictions = checkpoint_predictions(data, parsed_task(record["task"]), quiet=True)
     if predictions["ids"] != record["predictions"]["ids"]:
         raise SystemExit(f"minilm_finetune: run {record['run_id']}: the parsed test items are not the run's")
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(predictions))
+    write_atomic(path, json.dumps(predictions))
     return predictions
 
 
@@ -123,12 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch
 
+    from structattn.experiments.records import load_records
     from structattn.experiments.results import write_tables
 
     torch.set_num_threads(2)
     records, roots = [], {}
     for folder, config in [(args.folder, CONFIG), *((extra, EXTRA_CONFIG) for extra in args.extra)]:
-        found = [json.loads(p.read_text()) for p in sorted((results_folder(folder, config) / "runs").glob("*.json"))]
+        found = load_records(results_folder(folder, config))
         if not found:
             print(f"minilm_finetune: no run records under {folder}", file=sys.stderr)
             return 2

@@ -21,7 +21,6 @@ Steps (each printed before it runs; a finished step is reused, nothing is overwr
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -94,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         print(found[0].read_text())
         return 0
     folder = results_folder(args.folder, args.config)
-    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    from structattn.experiments.records import load_records
+
+    records = load_records(folder)
     if not records:
         print(f"pretrained_encoder_tables: no run records under {folder}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from structattn.experiments.executors import Executor, Outcome, RunJob, SerialExecutor
 from structattn.experiments.provenance import Stopwatch, environment, now_iso
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
+from structattn.experiments.record_checks import write_record_file
 from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
 from structattn.experiments.run import execute
@@ -222,9 +223,8 @@ def _run_all(executor: Executor, comparison: Comparison, mine: Sequence[RunSpec]
             if outcome.error is not None:
                 failed.append(outcome)
             elif outcome.spec.index not in finished:  # a run is recorded once, whatever the executor reports
-                if context.is_main:
-                    write_record(out, outcome.record)
-                finished[outcome.spec.index] = outcome.record
+                record = write_record(out, outcome.record) if context.is_main else outcome.record
+                finished[outcome.spec.index] = record
     except TimeLimitReached as reached:
         stopped = reached
     return [finished[k] for k in sorted(finished)], failed, stopped
@@ -248,14 +248,11 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
     return record
 
 
-def write_record(out: Path, record: Mapping[str, Any]) -> Path:
-    """``out/runs/<run_id>.json``, written atomically (a reader sees the whole record or none)."""
-    path = out / "runs" / f"{record['run_id']}.json"
-    path.parent.mkdir(exist_ok=True)  # a kind that writes no checkpoint has not made it
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, path)
-    return path
+def write_record(out: Path, record: Mapping[str, Any]) -> dict[str, Any]:
+    """``out/runs/<run_id>.json``, stamped with its checksum and written atomically (a reader, or a kill during
+    the write, sees the whole record or none: :func:`structattn.experiments.record_checks.write_record_file`);
+    the record as written."""
+    return write_record_file(out / "runs" / f"{record['run_id']}.json", record)
 
 
 def _checksums(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -356,7 +353,7 @@ def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", 
                      resume=last if mode == "resume" and last.is_file() else None)
     if context.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "record.json").write_text(json.dumps(record))
+        record = write_record_file(out / "record.json", record)
         (out / "config.gin").write_text(config)
         report([record], out, 1, plots=False)
     return record

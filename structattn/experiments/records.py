@@ -5,7 +5,9 @@ and ``seeds`` of the runs the folder holds, and the ``reference`` setting the si
 (``null``, or absent in folders written before it existed: the default rule of
 :func:`structattn.experiments.results.reference_setting`); a record belongs to the folder only when it matches
 them (same fingerprint, a declared index with its run id and seed). Anything else in ``runs/`` is a stray,
-e.g. a record left by an earlier comparison, and is rejected with its file name.
+e.g. a record left by an earlier comparison, and is rejected with its file name. A record that belongs is then
+checked for damage (:func:`structattn.experiments.record_checks.check_record`: fields, checksum, per-item
+outputs against its metrics) and refused by file name when damaged.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from structattn.experiments.record_checks import check_fields, check_record, parse_record
 from structattn.experiments.spec import RunSpec
 
 
@@ -39,8 +42,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 def record_problem(path: Path, record: Any, manifest: dict[str, Any]) -> str | None:
     """Why the record in ``path`` does not belong to the folder of ``manifest`` (``None`` when it does)."""
-    if not isinstance(record, dict) or not {"index", "run_id", "seed", "metrics"} <= set(record):
-        return "not a run record (needs index, run_id, seed, metrics)"
+    if not isinstance(record, dict) or not {"index", "run_id", "seed", "metrics", "fingerprint"} <= set(record):
+        return "not a run record of a comparison (needs index, run_id, seed, metrics, fingerprint)"
     declared = dict(zip(manifest.get("indices", []), manifest.get("run_ids") or [None] * len(manifest.get("indices", []))))
     if record["index"] not in declared:
         return f"run index {record['index']} is not one of this folder's runs {sorted(declared)}"
@@ -50,7 +53,7 @@ def record_problem(path: Path, record: Any, manifest: dict[str, Any]) -> str | N
         return f"the file name does not match its run id {record['run_id']!r}"
     if "seeds" in manifest and record["seed"] not in manifest["seeds"]:
         return f"seed {record['seed']} is not among the declared seeds {manifest['seeds']}"
-    if "fingerprint" in record and record["fingerprint"] != manifest.get("fingerprint"):
+    if record["fingerprint"] != manifest.get("fingerprint"):
         return f"it belongs to comparison {record['fingerprint']}, not {manifest.get('fingerprint')}"
     return None
 
@@ -59,22 +62,36 @@ def read_records(folder: Path, manifest: dict[str, Any]) -> dict[int, tuple[Path
     """``{index: (file, record)}`` of ``folder/runs/*.json``, every one checked against ``manifest``.
 
     Raises:
-        ValueError: a stray or unreadable record (named by its file).
+        RecordError: a damaged record (named by its file and field: see
+            :mod:`structattn.experiments.record_checks`).
+        ValueError: a stray record (named by its file).
     """
     out: dict[int, tuple[Path, dict[str, Any]]] = {}
     for path in sorted((folder / "runs").glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{str(path)!r} is not valid JSON: {err}") from None
+        record = parse_record(path)
+        check_fields(path, record)
         problem = record_problem(path, record, manifest)
         if problem:
             raise ValueError(f"{str(path)!r} does not belong to this comparison: {problem}; remove it, or rerun "
                              "into a fresh folder")
+        check_record(path, record)
         if "precision" not in record:  # written before records said it: the folder's operative config does
             record["precision"] = config_precision(folder)
         out[record["index"]] = (path, record)
     return out
+
+
+def load_records(folder: str | Path) -> list[dict[str, Any]]:
+    """The records of the compare folder ``folder`` (``runs/*.json``) in run order, each checked against its
+    ``comparison.json`` and for damage (:func:`read_records`): what the table scripts and significance tests
+    read, so that none reads a record unchecked.
+
+    Raises:
+        FileNotFoundError: ``folder`` has no ``comparison.json``.
+        RecordError, ValueError: as :func:`read_records`.
+    """
+    folder = Path(folder)
+    return [record for _, (_, record) in sorted(read_records(folder, read_manifest(folder)).items())]
 
 
 def config_precision(folder: Path) -> str:

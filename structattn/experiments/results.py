@@ -73,13 +73,35 @@ def group_runs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[di
     """Run records by task label, then setting, in run order.
 
     Raises:
-        ValueError: the runs trained in different precisions (:func:`structattn.training.precision.check_one_precision`).
+        ValueError: the runs trained in different precisions (:func:`structattn.training.precision.check_one_precision`),
+            or runs of one task read data of different checksums (:func:`check_one_corpus`).
     """
     check_one_precision(records)
+    check_one_corpus(records)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in sorted(records, key=lambda r: r["index"]):
         out.setdefault(r["task_label"], {}).setdefault(r["setting"], []).append(r)
     return out
+
+
+def check_one_corpus(records: Sequence[dict[str, Any]]) -> None:
+    """Refuse runs of one task label whose data checksums differ (``provenance.data.sha256``: another version of
+    the corpus, or another path to it), naming two such runs; records without a checksum are not compared.
+
+    Raises:
+        ValueError: two runs of one task trained on different data.
+    """
+    first: dict[str, dict[str, Any]] = {}
+    for r in records:
+        sha = ((r.get("provenance") or {}).get("data") or {}).get("sha256")
+        if sha is None:
+            continue
+        seen = first.setdefault(r["task_label"], r)
+        other = seen["provenance"]["data"]["sha256"]
+        if other != sha:
+            raise ValueError(f"runs {seen['run_id']!r} and {r['run_id']!r} of task {r['task_label']!r} read different "
+                             f"data (sha256 {other[:16]} vs {sha[:16]}: another version of the corpus); a table "
+                             "compares runs on one data set: rerun one of them on the other's data")
 
 
 def slug(text: str, limit: int = 40) -> str:

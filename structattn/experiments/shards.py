@@ -26,7 +26,9 @@ from structattn import plugins
 from structattn.experiments.compare import report
 from structattn.experiments.provenance import environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, check_output_folder, clear_outputs
+from structattn.experiments.record_checks import write_atomic, write_record_file
 from structattn.experiments.records import read_manifest, read_records
+from structattn.training.precision import record_precision
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -78,12 +80,15 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
 
     Each of ``dirs`` is a compare folder or a folder holding ``shard-i-of-N`` ones (:func:`shard_folders`).
     Every record is checked against its folder's manifest (fingerprint, declared run indices, run ids and
-    seeds; see :mod:`structattn.experiments.records`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
+    seeds; see :mod:`structattn.experiments.records`) and for damage (fields, checksum, per-item outputs
+    against metrics: :mod:`structattn.experiments.record_checks`); the runs must share one precision and, per
+    task, one data checksum (:func:`check_same_runs`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
     compare outputs, or ``"overwrite"`` them.
 
     Raises:
+        RecordError: a damaged record, named by its file and field.
         ValueError: directories of different comparisons or references, a stray record (named by its file), a
-            run in two directories, runs missing from every shard, or a used ``out_dir``.
+            run in two directories, runs of different precisions or data checksums (naming both folders), runs missing from every shard, or a used ``out_dir``.
     """
     manifests, records = [], {}
     out = Path(out_dir)
@@ -97,6 +102,7 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
             if index in records:
                 raise ValueError(f"run {index} is in both {str(records[index][0])!r} and {str(path)!r}")
             records[index] = (path, record)
+    check_same_runs(list(records.values()))
     first_dir, first = manifests[0]
     for d, m in manifests[1:]:
         if m["fingerprint"] != first["fingerprint"]:
@@ -111,19 +117,49 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
                                remedy="pass --overwrite to replace them")
     clear_outputs(out, used, "structattn merge")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.gin").write_text((first_dir / "config.gin").read_text())
+    write_atomic(out / "config.gin", (first_dir / "config.gin").read_text())
     ordered = [records[k][1] for k in sorted(records)]
     run_ids = [r["run_id"] for r in ordered]
-    (out / "comparison.json").write_text(json.dumps({**first, "shard": None, "indices": sorted(records),
-                                                     "run_ids": run_ids, "seeds": sorted({r["seed"] for r in ordered}),
-                                                     "merged_from": [str(d) for d, _ in manifests]}, indent=1))
-    (out / "runs").mkdir(exist_ok=True)
-    for r in ordered:
-        (out / "runs" / f"{r['run_id']}.json").write_text(json.dumps(r))
+    write_atomic(out / "comparison.json", json.dumps({
+        **first, "shard": None, "indices": sorted(records), "run_ids": run_ids,
+        "seeds": sorted({r["seed"] for r in ordered}), "merged_from": [str(d) for d, _ in manifests]}, indent=1))
+    ordered = [write_record_file(out / "runs" / f"{r['run_id']}.json", r) for r in ordered]
     report(ordered, out, first["runs"], plots, reference=first.get("reference"))
-    (out / "provenance.json").write_text(json.dumps({**environment(), "merged_from": {
+    write_atomic(out / "provenance.json", json.dumps({**environment(), "merged_from": {
         str(d): _read_provenance(d) for d, _ in manifests}}, indent=1))
     return ordered
+
+
+def check_same_runs(found: Sequence[tuple[Path, dict[str, Any]]]) -> None:
+    """Refuse runs of one comparison that trained in different precisions, or runs of one task that read data
+    of different checksums (another corpus version), naming both folders and records.
+
+    Args:
+        found: ``(record file, record)`` of every run to be merged (the file in ``FOLDER/runs/``).
+
+    Raises:
+        ValueError: the first two records that differ.
+    """
+    first_precision = None
+    first_data: dict[str, tuple[Path, Path, str]] = {}
+    for path, record in found:
+        folder = path.parent.parent
+        precision = record_precision(record)
+        if first_precision is None:
+            first_precision = (path, folder, precision)
+        elif precision != first_precision[2]:
+            raise ValueError(f"{str(folder)!r} trained in {precision} ({path.name}) but {str(first_precision[1])!r} in "
+                             f"{first_precision[2]} ({first_precision[0].name}); a comparison's runs need one precision "
+                             "(training.precision 'auto' resolves per machine: bind 'fp32' or 'bf16' and rerun one "
+                             "of them)")
+        sha = ((record.get("provenance") or {}).get("data") or {}).get("sha256")
+        if sha is None:
+            continue
+        seen = first_data.setdefault(record["task_label"], (path, folder, sha))
+        if seen[2] != sha:
+            raise ValueError(f"{str(folder)!r} trained task {record['task_label']!r} on data sha256 {sha[:16]} "
+                             f"({path.name}) but {str(seen[1])!r} on {seen[2][:16]} ({seen[0].name}): the corpus "
+                             "changed between them (another version or path); rerun one of them on the same data")
 
 
 def _read_provenance(folder: Path) -> dict[str, Any] | None:
