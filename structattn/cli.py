@@ -91,6 +91,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from structattn.experiments.shards import parse_shard, shard_folder
 
+    if args.time_limit is not None and args.time_limit.strip().startswith("-"):
+        raise ValueError(f"--time-limit {args.time_limit!r} is negative: the time to stop at has already passed; "
+                         "nothing was run (give the time left, e.g. --time-limit 2h40m)")
     result = api.compare(Path(args.config), args.out, overrides=list(args.gin_param), dask=args.dask, mode=_mode(args),
                          shard=args.shard, quiet=_quiet(args), plots=not args.no_plots, threads=args.threads,
                          dry_run=args.dry_run, time_limit=args.time_limit)

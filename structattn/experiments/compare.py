@@ -24,6 +24,7 @@ from structattn.experiments.runners import runner_for
 from structattn.experiments.spec import RunSpec, Setup, make_providers, make_task
 from structattn.training.deadline import TimeLimitReached, deadline, format_duration, parse_duration, past_deadline
 from structattn.training.distributed import Distributed, barrier
+from structattn.training.precision import record_precision, resolve_precision
 
 
 def _labelled(values: Sequence[str] | Mapping[str, str], what: str) -> dict[str, str]:
@@ -153,7 +154,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
     used = check_output_folder(out, COMPARE_OUTPUTS, mode)
     with FolderLock(out) if context.is_main else contextlib.nullcontext():
-        done = _finished(out, manifest) if used and mode == "resume" else {}
+        done = _finished(out, manifest, resolve_precision(comparison.setup.training.precision, context.device)) \
+            if used and mode == "resume" else {}
         barrier(context)  # every process has seen the folder as it was before the main one writes
         executor = executor or SerialExecutor(context, quiet)
         executor.check_folder(out)  # before anything is written
@@ -216,7 +218,8 @@ def _run_all(executor: Executor, comparison: Comparison, mine: Sequence[RunSpec]
     for spec in mine:
         if spec.index in done and not quiet and context.is_main:
             print(f"[{spec.index + 1}/{manifest['runs']}] {spec.run_id}: finished, kept", flush=True)
-    jobs = [RunJob(comparison, spec, str(out), config, manifest["fingerprint"]) for spec in mine
+    kept_data = _checksums(done.values())
+    jobs = [RunJob(comparison, spec, str(out), config, manifest["fingerprint"], kept_data) for spec in mine
             if spec.index not in done]
     try:
         for outcome in executor.run(jobs, run_job, manifest["runs"]):
@@ -241,6 +244,11 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
     if past_deadline():  # no run starts after the time limit
         raise TimeLimitReached(0, None)
     data = _data_for(spec, job.comparison, {} if cache is None else cache, quiet)
+    kept = job.data_sha256.get(spec.task_label)
+    if kept is not None and kept != data.checksum:
+        raise ValueError(f"--resume: the data of task {spec.task_label!r} changed since the runs kept in {job.out!r} "
+                         f"were trained (sha256 {kept[:16]} then, {data.checksum[:16]} now: another version of the "
+                         "corpus or another path to it); run on the same data, or start a fresh --out")
     last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
     record = execute(spec, job.comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
                      quiet=quiet, config=job.config, resume=last if last.is_file() else None)
@@ -289,6 +297,8 @@ class FolderLock:
                         f"{str(self.path.parent)!r} is in use by another structattn compare (host "
                         f"{holder.get('host')}, pid {holder.get('pid')}, since {holder.get('since')}); wait for it to "
                         f"finish, or remove {str(self.path)!r} if that process is gone") from None
+                print(f"structattn compare: taking over {str(self.path)!r}: its holder (pid {holder.get('pid')}, since "
+                      f"{holder.get('since')}) is no longer running", file=sys.stderr)
                 self.path.unlink(missing_ok=True)  # its process is gone: take the folder over
         raise ValueError(f"cannot take the lock {str(self.path)!r}: another client keeps taking it")
 
@@ -324,8 +334,9 @@ def write_provenance(out: Path, watch: Stopwatch, data: Mapping[str, str], *, fi
     (out / "provenance.json").write_text(json.dumps(text, indent=1))
 
 
-def _finished(out: Path, manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """On resume: the records already in ``out`` (checked against the new manifest), by run index."""
+def _finished(out: Path, manifest: dict[str, Any], precision: str) -> dict[int, dict[str, Any]]:
+    """On resume: the records already in ``out`` (checked against the new manifest, and trained in
+    ``precision``, what the config's ``training.precision`` means here), by run index."""
     if (out / "comparison.json").is_file():
         old = read_manifest(out)
         if old.get("fingerprint") != manifest["fingerprint"]:
@@ -333,7 +344,13 @@ def _finished(out: Path, manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
                              f"the config now gives {manifest['fingerprint']}); use --overwrite or another --out")
         if old.get("shard") != manifest["shard"]:
             raise ValueError(f"--resume: {str(out)!r} holds shard {old.get('shard')}, not {manifest['shard']}")
-    return {index: record for index, (_, record) in read_records(out, manifest).items()}
+    kept = read_records(out, manifest)
+    for path, record in kept.values():
+        if record_precision(record) != precision:
+            raise ValueError(f"--resume: {str(path)!r} trained in {record_precision(record)}, but this comparison's "
+                             f"training.precision means {precision} here ('auto' resolves per machine); resume on a "
+                             f"machine where it means {record_precision(record)}, or bind that precision")
+    return {index: record for index, (_, record) in kept.items()}
 
 
 def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", quiet: bool = False,

@@ -26,9 +26,9 @@ import os
 import shlex
 import socket
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -56,6 +56,8 @@ class RunJob:
         out: the compare folder (``runs/<run_id>/`` holds the run's checkpoints).
         config: the operative gin config, stored with the checkpoints.
         fingerprint: the comparison's fingerprint, written into the record.
+        data_sha256: per task label, the data checksum of the runs kept on ``--resume``: the run refuses other
+            data (a new corpus version would mix with them).
     """
 
     comparison: Any
@@ -63,6 +65,7 @@ class RunJob:
     out: str
     config: str
     fingerprint: str
+    data_sha256: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
