@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,6 +48,13 @@ class RecordError(ValueError):
         self.path, self.field = str(path), field
         super().__init__(f"run record {self.path!r}: {field}: {problem}; the record is refused (rerun that run, e.g. "
                          "with --resume after removing the file, or restore the file from where it was written)")
+
+
+def data_sha256(record: Mapping[str, Any]) -> str | None:
+    """The sha256 of the data a run read (``provenance.data.sha256``), ``None`` when the record has none or its
+    kind of run reports something else than a sha256 of the items (64 hex digits), which is not compared."""
+    value = ((record.get("provenance") or {}).get("data") or {}).get("sha256")
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
 
 
 def record_checksum(record: Mapping[str, Any]) -> str:
@@ -207,5 +215,5 @@ def _check_corpus_scores(path: str | Path, record: Mapping[str, Any], outputs: M
                                                        "predictions")
 
 
-__all__ = ["RecordError", "check_fields", "check_record", "parse_record", "read_record", "record_checksum", "stamped",
+__all__ = ["RecordError", "check_fields", "check_record", "data_sha256", "parse_record", "read_record", "record_checksum", "stamped",
            "write_atomic", "write_record_file"]

@@ -33,6 +33,7 @@ from structattn.experiments.significance import (
     minimum_detectable_effect,
     paired_detectable_effect,
 )
+from structattn.experiments.record_checks import data_sha256
 from structattn.training.precision import check_one_precision
 
 CSV_COLUMNS = ("index", "run_id", "task", "setting", "seed", "metric", "value")
@@ -86,18 +87,19 @@ def group_runs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[di
 
 def check_one_corpus(records: Sequence[dict[str, Any]]) -> None:
     """Refuse runs of one task label whose data checksums differ (``provenance.data.sha256``: another version of
-    the corpus, or another path to it), naming two such runs; records without a checksum are not compared.
+    the corpus, or another path to it), naming two such runs; records without one (:func:`data_sha256`) are not
+    compared.
 
     Raises:
         ValueError: two runs of one task trained on different data.
     """
     first: dict[str, dict[str, Any]] = {}
     for r in records:
-        sha = ((r.get("provenance") or {}).get("data") or {}).get("sha256")
+        sha = data_sha256(r)
         if sha is None:
             continue
         seen = first.setdefault(r["task_label"], r)
-        other = seen["provenance"]["data"]["sha256"]
+        other = data_sha256(seen) or sha
         if other != sha:
             raise ValueError(f"runs {seen['run_id']!r} and {r['run_id']!r} of task {r['task_label']!r} read different "
                              f"data (sha256 {other[:16]} vs {sha[:16]}: another version of the corpus); a table "

@@ -26,7 +26,7 @@ from structattn import plugins
 from structattn.experiments.compare import report
 from structattn.experiments.provenance import environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, check_output_folder, clear_outputs
-from structattn.experiments.record_checks import write_atomic, write_record_file
+from structattn.experiments.record_checks import data_sha256, write_atomic, write_record_file
 from structattn.experiments.records import read_manifest, read_records
 from structattn.training.precision import record_precision
 
@@ -152,7 +152,7 @@ def check_same_runs(found: Sequence[tuple[Path, dict[str, Any]]]) -> None:
                              f"{first_precision[2]} ({first_precision[0].name}); a comparison's runs need one precision "
                              "(training.precision 'auto' resolves per machine: bind 'fp32' or 'bf16' and rerun one "
                              "of them)")
-        sha = ((record.get("provenance") or {}).get("data") or {}).get("sha256")
+        sha = data_sha256(record)
         if sha is None:
             continue
         seen = first_data.setdefault(record["task_label"], (path, folder, sha))
