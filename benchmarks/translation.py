@@ -19,6 +19,16 @@ Three tables, each at 1 and 2 torch threads (``torch.set_num_threads`` between t
    ``max_len_a=0, max_len_b=L``; HF: ``min_length = max_length = L + 1`` and ``forced_eos_token_id``);
    goal: ours >= 1.5x HF.
 
+With ``--bf16`` (the default where the CPU computes bfloat16 natively; ``--no-bf16`` skips them), two more tables
+compare precisions at the Multi30k training size (128 pairs a batch, ``M30K``), each at 1 and 2 threads:
+
+4. training target tokens per second in bf16 (``training.precision = 'bf16'``: autocast, fused AdamW, padded
+   targets skipped) against our fp32 step (the baseline, ratio 1) and ``nn.Transformer`` in fp32 and under bf16
+   autocast (fused AdamW; not compiled: ``torch.compile`` is not tried here); goals: ours bf16 >= 3.0x our fp32
+   step, >= 1.2x nn.Transformer bf16; per step in bf16, soft_bias(dependency) <= 1.10x full, ssan <= 1.4x;
+5. beam-5 sentences per second of ``translate_examples(precision='bf16')`` against its fp32 call and
+   ``MarianMTModel.generate`` under bf16 autocast; goals: >= 2.0x fp32, >= 1.5x HF bf16.
+
 A figure is the best of interleaved rounds (one warm-up call each, the garbage collector off); the clock is CPU
 time at 1 thread and wall clock at more. The machine (CPU model, cores) and ``uptime`` load are printed before
 and after.
@@ -69,6 +79,7 @@ class Sizes:
 
 FULL = Sizes(256, 4, 1024, 3, 8000, 64, 4, 20, 3)
 QUICK = Sizes(32, 2, 64, 1, 200, 8, 2, 6, 1)
+M30K = Sizes(256, 4, 1024, 3, 8000, 128, 2, 20, 3)  # the bf16 tables: configs/runs/multi30k.gin's batch of 128 pairs
 DROPOUT, SMOOTHING = 0.1, 0.1
 
 
@@ -157,8 +168,8 @@ def marian(sizes: Sizes) -> nn.Module:
 
 
 # -- training steps --------------------------------------------------------------------------------------------
-def train_config(sizes: Sizes) -> TrainConfig:
-    return TrainConfig(lr=1e-4, warmup_steps=100, batch_size=sizes.batch, clip_norm=1.0)
+def train_config(sizes: Sizes, precision: str = "fp32") -> TrainConfig:
+    return TrainConfig(lr=1e-4, warmup_steps=100, batch_size=sizes.batch, clip_norm=1.0, precision=precision)
 
 
 def plain_step(model: nn.Module, logits_of: Callable[[nn.Module, object], torch.Tensor],
@@ -177,9 +188,17 @@ def plain_step(model: nn.Module, logits_of: Callable[[nn.Module, object], torch.
     return step
 
 
-def trainer_step(model: nn.Module, sizes: Sizes) -> Callable[[list[PairExample]], None]:
-    trainer = Seq2SeqTrainer(model, train_config(sizes), label_smoothing=SMOOTHING, quiet=True)
+def trainer_step(model: nn.Module, sizes: Sizes, precision: str = "fp32") -> Callable[[list[PairExample]], None]:
+    trainer = Seq2SeqTrainer(model, train_config(sizes, precision), label_smoothing=SMOOTHING, quiet=True)
     return trainer._train_on  # the real step of our training loop
+
+
+def autocast_logits(logits_of: Callable[[nn.Module, object], torch.Tensor]) -> Callable[[nn.Module, object], torch.Tensor]:
+    """``logits_of`` under CPU bfloat16 autocast (the loss is taken in float32 by ``plain_step``)."""
+    def run(model: nn.Module, batch) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return logits_of(model, batch)
+    return run
 
 
 def torch_logits(model: nn.Module, batch) -> torch.Tensor:
@@ -191,9 +210,9 @@ def marian_logits(model: nn.Module, batch) -> torch.Tensor:
                  decoder_input_ids=batch.target_in, decoder_attention_mask=(batch.target_in != PAD).long()).logits
 
 
-def adamw(model: nn.Module, sizes: Sizes) -> torch.optim.AdamW:
+def adamw(model: nn.Module, sizes: Sizes, fused: bool = False) -> torch.optim.AdamW:
     config = train_config(sizes)
-    return torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    return torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=fused or None)
 
 
 # -- timing ----------------------------------------------------------------------------------------------------
@@ -264,6 +283,85 @@ def decoding_table(sizes: Sizes, batches, models, clock) -> list[tuple[str, floa
     return [(name, sentences / s, base / (sentences / s)) for name, s in seconds.items()]
 
 
+def bf16_training_table(sizes: Sizes, batches, models, clock) -> list[tuple[str, float, float]]:
+    """Target tokens/s of each step and its ratio to our fp32 step's (>1: faster than our fp32 step)."""
+    steps = {"ours full, fp32": trainer_step(models["full"], sizes),
+             "ours full, bf16": trainer_step(models["full_bf16"], sizes, "bf16"),
+             "nn.Transformer, fp32": plain_step(models["torch"], torch_logits, adamw(models["torch"], sizes)),
+             "nn.Transformer, bf16 autocast": plain_step(models["torch_bf16"], autocast_logits(torch_logits),
+                                                         adamw(models["torch_bf16"], sizes, fused=True)),
+             "ours soft_bias(dependency), bf16": trainer_step(models["soft_bf16"], sizes, "bf16"),
+             "ours ssan, bf16": trainer_step(models["ssan_bf16"], sizes, "bf16")}
+    seconds = best_of({name: over(batches, step) for name, step in steps.items()}, sizes.rounds, clock)
+    tokens = sum(len(e.target_ids) + 1 for b in batches for e in b)
+    base = seconds["ours full, fp32"]
+    return [(name, tokens / s, base / s) for name, s in seconds.items()]
+
+
+@torch.no_grad()
+def bf16_decoding_table(sizes: Sizes, batches, models, clock) -> list[tuple[str, float, float]]:
+    """Beam-5 sentences/s and the ratio to our fp32 ``translate_examples`` (>1: faster)."""
+    model, hf = models["full"].eval(), models["marian"].eval()
+    length = sizes.decode_steps
+    options = Seq2SeqOptions(shared_vocab=True, beam=5, max_len_a=0.0, max_len_b=length)
+    sources = [pair_batch(b, BOS, EOS).source for b in batches]
+
+    def run_ours(precision: str) -> Callable[[], list]:
+        return lambda: [translate_examples(model, b, options, beam=5, batch_size=sizes.batch, precision=precision)
+                        for b in batches]
+
+    def run_hf() -> list:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return [hf.generate(input_ids=s.input_ids, attention_mask=s.token_mask.long(), num_beams=5,
+                                min_length=length + 1, max_length=length + 1, do_sample=False) for s in sources]
+
+    handle = model.decoder.output.register_forward_hook(block_eos)
+    try:
+        seconds = best_of({"ours translate_examples, fp32": without_gc(run_ours("fp32")),
+                           "ours translate_examples, bf16": without_gc(run_ours("bf16")),
+                           "MarianMTModel.generate, bf16 autocast": without_gc(run_hf)}, sizes.rounds, clock)
+    finally:
+        handle.remove()
+    sentences = sizes.batch * len(batches)
+    base = seconds["ours translate_examples, fp32"]
+    return [(name, sentences / s, base / s) for name, s in seconds.items()]
+
+
+def bf16_models(sizes: Sizes) -> dict[str, nn.Module]:
+    return {"full": ours(sizes, "full"), "full_bf16": ours(sizes, "full"),
+            "soft_bf16": ours(sizes, "soft_bias(dependency)"), "ssan_bf16": ours(sizes, "ssan"),
+            "torch": TorchTransformer(sizes), "torch_bf16": TorchTransformer(sizes), "marian": marian(sizes)}
+
+
+def print_bf16_tables(sizes: Sizes, threads: list[int]) -> None:
+    batches = make_batches(sizes)
+    models = bf16_models(sizes)
+    print(f"\n# bf16 at the Multi30k size: {sizes.batches} batches of {sizes.batch} pairs, best of {sizes.rounds} round(s)")
+    for n in threads:
+        torch.set_num_threads(n)
+        clock_name = "cpu" if n == 1 else "wall"
+        clock = CLOCKS[clock_name]
+        print(f"\n## bf16, {n} thread(s), {clock_name} clock")
+        train = bf16_training_table(sizes, batches, models, clock)
+        print_table("Training step, fp32 and bf16", "target tokens/s", "tokens/s / ours fp32's", train)
+        r = {name: ratio for name, _, ratio in train}
+        speedup, vs_torch = r["ours full, bf16"], r["ours full, bf16"] / r["nn.Transformer, bf16 autocast"]
+        soft = r["ours full, bf16"] / r["ours soft_bias(dependency), bf16"]
+        ssan = r["ours full, bf16"] / r["ours ssan, bf16"]
+        print(f"ours bf16 / ours fp32 tokens/s: {speedup:.2f}x (goal >= 3.0x: {verdict(speedup >= 3.0)}); "
+              f"ours bf16 / nn.Transformer bf16: {vs_torch:.2f}x (goal >= 1.2x: {verdict(vs_torch >= 1.2)})")
+        print(f"bf16 time per step: soft_bias(dependency) / full {soft:.2f}x (goal <= 1.10x: {verdict(soft <= 1.10)}); "
+              f"ssan / full {ssan:.2f}x (goal <= 1.4x: {verdict(ssan <= 1.4)})")
+        decode = bf16_decoding_table(sizes, batches, models, clock)
+        print_table(f"Beam 5, fp32 and bf16, every hypothesis forced to {sizes.decode_steps} decoder steps",
+                    "sentences/s", "sentences/s / ours fp32's", decode)
+        d = {name: ratio for name, _, ratio in decode}
+        ours_bf16 = d["ours translate_examples, bf16"]
+        vs_hf = ours_bf16 / d["MarianMTModel.generate, bf16 autocast"]
+        print(f"ours bf16 / ours fp32 sentences/s: {ours_bf16:.2f}x (goal >= 2.0x: {verdict(ours_bf16 >= 2.0)}); "
+              f"ours bf16 / HF generate bf16: {vs_hf:.2f}x (goal >= 1.5x: {verdict(vs_hf >= 1.5)})")
+
+
 # -- report ----------------------------------------------------------------------------------------------------
 def machine() -> str:
     model = platform.processor() or platform.machine()
@@ -299,6 +397,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 round: a smoke test")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 3; --quick: 1)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                        help="also the bf16 tables (default: where the CPU has native bf16)")
+    parser.add_argument("--bf16-only", action="store_true", help="only the bf16 tables")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.rounds is not None:
@@ -307,6 +408,22 @@ def main() -> None:
 
     print(f"machine: {machine()}; torch {torch.__version__}, transformers {transformers.__version__}")
     print(f"load before: {load()}")
+    bf16 = args.bf16 if args.bf16 is not None else (args.bf16_only or native_bf16())
+    if not args.bf16_only:
+        fp32_tables(sizes, args.threads)
+    if bf16:
+        m30k = QUICK if args.quick else Sizes(**{**M30K.__dict__, "rounds": sizes.rounds})
+        print_bf16_tables(m30k, args.threads)
+    print(f"\nload after: {load()}")
+
+
+def native_bf16() -> bool:
+    from structattn.training.precision import native_bf16 as native
+
+    return native("cpu")
+
+
+def fp32_tables(sizes: Sizes, threads_list: list[int]) -> None:
     batches = make_batches(sizes)
     models = {"full": ours(sizes, "full"), "soft": ours(sizes, "soft_bias(dependency)"),
               "torch": TorchTransformer(sizes), "marian": marian(sizes)}
@@ -315,7 +432,7 @@ def main() -> None:
           f"layers, vocab {sizes.vocab}, dropout {DROPOUT}; {sizes.batches} batches of {sizes.batch} sentences of 13-15 "
           f"tokens; best of {sizes.rounds} round(s); parameters: "
           + ", ".join(f"{name} {n / 1e6:.2f}M" for name, n in params.items()))
-    for threads in args.threads:
+    for threads in threads_list:
         torch.set_num_threads(threads)
         clock_name = "cpu" if threads == 1 else "wall"
         clock = CLOCKS[clock_name]
@@ -332,7 +449,6 @@ def main() -> None:
         print_table(f"Beam 5, every hypothesis forced to {sizes.decode_steps} decoder steps (random weights)",
                     "sentences/s", "ours sentences/s / theirs", decode)
         print(f"ours / HF generate sentences/s: {decode[1][2]:.2f}x (goal >= 1.5x: {verdict(decode[1][2] >= 1.5)})")
-    print(f"\nload after: {load()}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from structattn.attention.masking import naive_attention, sdpa_allowed
+from structattn.attention.masking import naive_attention, sdpa, sdpa_allowed
 from structattn.attention.base import StructuredAttention, key_padding, register_attention
 from structattn.structures.structure import Structure
 
@@ -44,5 +44,5 @@ class FullAttention(StructuredAttention):
             allowed = (token_mask[:, :, None] & token_mask[:, None, :])[:, None]  # (b, 1, n, n)
             return naive_attention(q, k, v, allowed=allowed)
         if structure is None or (q.device.type == "cpu" and bool(token_mask.all())):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v), None
+            return sdpa(q, k, v), None
         return sdpa_allowed(q, k, v, token_mask[:, None, None, :]), None

@@ -8,6 +8,10 @@ Glossary: b batch, h heads, n tokens (i queries, j keys), d head dim. Layout ``b
   requested and as ``backend="naive"``.
 - :func:`sdpa_allowed` / :func:`sdpa_bias`: ``scaled_dot_product_attention`` with a boolean mask (and a float
   bias); rows with no allowed key yield zeros (never NaN, whatever the kernel does with an empty row).
+- :func:`sdpa`: ``scaled_dot_product_attention`` as every fused call here makes it, with the backend picked for
+  speed: on CPU, half-precision inputs with gradients use the math kernel (torch 2.13's CPU flash kernel in
+  bfloat16 is 4-8x slower than the math one at translation sizes, forward + backward; measured by
+  ``benchmarks/profile_step.py``), everything else torch's own choice.
 
 Padded query rows are zeroed once, by ``StructuredAttention.forward``, not here.
 """
@@ -16,8 +20,29 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: torch.Tensor | None = None,
+         is_causal: bool = False, dropout_p: float = 0.0) -> torch.Tensor:
+    """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)`` with the fastest CPU kernel.
+
+    The result is the same computation whichever kernel runs (to the dtype's rounding); only the backend choice
+    differs: half-precision CPU inputs that need a backward pass go to ``SDPBackend.MATH``, since the CPU flash
+    kernel's bfloat16 backward dominates a training step otherwise (106 of 783 ms a step of the Multi30k-size
+    model, Xeon with AMX, 1 thread).
+
+    Shapes:
+        q ``(b, h, i, d)``; k, v ``(b, h, j, d)``; attn_mask bool (True: allowed) or float, broadcastable to
+        ``(b, h, i, j)``.
+    """
+    if q.device.type == "cpu" and q.dtype in HALF_TYPES and torch.is_grad_enabled() and q.requires_grad:
+        with sdpa_kernel(SDPBackend.MATH):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                                                  is_causal=is_causal)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
 
 
 def mask_value(dtype: torch.dtype) -> float:
@@ -75,7 +100,7 @@ def sdpa_allowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: tor
         q, k, v ``(b, h, n, d)``; allowed bool broadcastable to ``(b, h, n, n)`` (e.g. ``(b, 1, 1, n)``).
     """
     keep = allowed.any(dim=-1, keepdim=True)  # (b, 1|h, 1|n, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~keep)
+    out = sdpa(q, k, v, attn_mask=allowed | ~keep)
     if q.device.type == "cpu" and bool(keep.all()):
         return out
     return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))
@@ -94,7 +119,7 @@ def sdpa_bias(
     cd = compute_dtype(dtype) if q.device.type == "cpu" else dtype
     mask = torch.where(allowed, bias.to(cd), mask_value(cd))
     keep = allowed.any(dim=-1, keepdim=True)
-    out = F.scaled_dot_product_attention(q.to(cd), k.to(cd), v.to(cd), attn_mask=mask).to(dtype)
+    out = sdpa(q.to(cd), k.to(cd), v.to(cd), attn_mask=mask).to(dtype)
     if q.device.type == "cpu" and bool(keep.all()):
         return out
     return torch.where(keep, out, torch.zeros((), dtype=out.dtype, device=out.device))

@@ -4,6 +4,7 @@ from structattn.encoders.batch import Batch
 from structattn.encoders.builder import build_encoder
 from structattn.calls import CallSpec, parse_call
 from structattn.encoders.config import EncoderConfig
+from structattn.encoders.dropout import Dropout
 from structattn.encoders.encoder import Encoder, EncoderOutput
 from structattn.encoders.heads import HEAD_KINDS, PairScorer, SentenceClassifier, TokenTagger, make_head
 from structattn.encoders.layer import EncoderLayer
@@ -18,6 +19,7 @@ __all__ = [
     "Batch",
     "CallSpec",
     "ChunkSplitter",
+    "Dropout",
     "Encoder",
     "EncoderConfig",
     "EncoderLayer",

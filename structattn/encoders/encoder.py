@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from structattn.attention.learned import LearnedQuantity
+from structattn.encoders.dropout import Dropout
 from structattn.encoders.layer import EncoderLayer
 from structattn.structures.structure import Structure
 
@@ -58,7 +59,7 @@ class Encoder(nn.Module):
         self.embedding = embedding
         self.positions = positions
         self.layers = nn.ModuleList(layers)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.final_norm = nn.LayerNorm(embedding.embedding_dim)
         self.structure_names = frozenset(structure_names)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from structattn.encoders.dropout import Dropout
 from structattn.encoders.self_attention import StructuredSelfAttention
 from structattn.structures.structure import Structure
 
@@ -28,9 +29,9 @@ class EncoderLayer(nn.Module):
         self.attention_norm = nn.LayerNorm(d_model)
         self.ffn_norm = nn.LayerNorm(d_model)
         self.ffn = nn.Sequential(
-            nn.Linear(d_model, ffn_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ffn_dim, d_model)
+            nn.Linear(d_model, ffn_dim), nn.GELU(), Dropout(dropout), nn.Linear(ffn_dim, d_model)
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self, x: torch.Tensor, structures: dict[str | None, Structure], return_weights: bool = False

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from structattn.attention.masking import sdpa
 from structattn.seq2seq.cache import LayerCache
 
 
@@ -42,8 +42,8 @@ class CausalSelfAttention(nn.Module):
         drop = self.dropout if self.training else 0.0
         new = q.shape[2]
         if past == 0 or new == 1:  # causal among the new tokens alone, or one query that sees every key
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0 and new > 1, dropout_p=drop)
+            out = sdpa(q, k, v, is_causal=past == 0 and new > 1, dropout_p=drop)
         else:  # query i sits at position past + i and may see keys 0..past + i
             allowed = torch.ones(new, past + new, dtype=torch.bool, device=x.device).tril(diagonal=past)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=drop)
+            out = sdpa(q, k, v, attn_mask=allowed, dropout_p=drop)
         return self.out(rearrange(out, "b h i d -> b i (h d)"))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from structattn.attention.masking import sdpa
 from structattn.seq2seq.cache import LayerCache
 
 
@@ -56,5 +56,5 @@ class CrossAttention(nn.Module):
         g = rows // sources  # hypotheses per source
         q = rearrange(self.query(x), "(m g) i (h d) -> m h (g i) d", g=g, h=self.num_heads)
         allowed = memory_mask[:, None, None, :]  # (M, 1, 1, n)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=self.dropout if self.training else 0.0)
+        out = sdpa(q, k, v, attn_mask=allowed, dropout_p=self.dropout if self.training else 0.0)
         return self.out(rearrange(out, "m h (g i) d -> (m g) i (h d)", g=g))

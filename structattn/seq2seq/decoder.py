@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from structattn.encoders.dropout import Dropout
 from structattn.seq2seq.cache import DecoderCache
 from structattn.seq2seq.layer import DecoderLayer
 
@@ -34,7 +35,7 @@ class Decoder(nn.Module):
         self.embedding = embedding
         self.positions = positions
         self.layers = nn.ModuleList(layers)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.final_norm = nn.LayerNorm(embedding.embedding_dim)
         self.output = nn.Linear(embedding.embedding_dim, embedding.num_embeddings, bias=False)
         if tie_embeddings:

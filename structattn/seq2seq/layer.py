@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from structattn.encoders.dropout import Dropout
 from structattn.seq2seq.cache import LayerCache
 from structattn.seq2seq.causal_attention import CausalSelfAttention
 from structattn.seq2seq.cross_attention import CrossAttention
@@ -30,8 +31,8 @@ class DecoderLayer(nn.Module):
         self.self_attention = CausalSelfAttention(d_model, num_heads, dropout)
         self.cross_attention = CrossAttention(d_model, num_heads, dropout)
         self.self_norm, self.cross_norm, self.ffn_norm = (nn.LayerNorm(d_model) for _ in range(3))
-        self.ffn = nn.Sequential(nn.Linear(d_model, ffn_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ffn_dim, d_model))
-        self.dropout = nn.Dropout(dropout)
+        self.ffn = nn.Sequential(nn.Linear(d_model, ffn_dim), nn.GELU(), Dropout(dropout), nn.Linear(ffn_dim, d_model))
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                 cache: LayerCache | None = None) -> torch.Tensor:
