@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from structattn.experiments.results import group_runs, mean_std, slug, table_metrics  # noqa: E402
 
@@ -41,6 +42,7 @@ def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
         axes[0, col].legend(fontsize=8)
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))  # steps are whole numbers
     fig.suptitle("Learning curves (thin: seeds, thick: mean)")
     return _save(fig, path)
 
@@ -77,6 +79,7 @@ def plot_bias(runs: Sequence[Record], path: Path) -> Path:
     first = runs[0]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     mixed = len({e["group"] for e in first["bias"]}) > 1
+    banded = False  # a band is drawn only where a table has several heads: say so only then
     for k, entry in enumerate(first["bias"]):
         if entry["labels"] != first["bias"][0]["labels"]:  # another kind of quantity (e.g. a sigma): not on this axis
             continue
@@ -84,12 +87,15 @@ def plot_bias(runs: Sequence[Record], path: Path) -> Path:
         x = np.arange(values.shape[1])
         label = f"layer {entry['layer']}" + (f": {entry['group']}" if mixed else "")
         line = ax.plot(x, values.mean(0), marker="o", lw=2, label=label)[0]
-        ax.fill_between(x, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
+        if values.shape[0] > 1:
+            ax.fill_between(x, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
+            banded = True
     labels = first["bias"][0]["labels"]
     ax.set_xticks(np.arange(len(labels)), labels, rotation=45 if max(len(s) for s in labels) > 3 else 0)
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel("distance bucket")
-    ax.set_ylabel("learned bias (mean over heads; band: min-max)")
+    ax.set_ylabel("learned bias (mean over seeds and heads;\nband: min-max over heads)" if banded
+                  else "learned bias (mean over seeds;\none table for all heads)")
     groups = "" if mixed else f" [{first['bias'][0]['group']}]"
     ax.set_title(f"{first['setting']}{groups} on {first['task_label']} ({len(runs)} seed{'s' * (len(runs) > 1)})")
     ax.legend(fontsize=8)
