@@ -12,6 +12,7 @@ from structattn.encoders.plan import HeadGroup, parse_plan
 from structattn.hf.auto_config import mark_attached
 from structattn.hf import deberta, families, interface
 from structattn.hf.attached import AttachedAttention
+from structattn.hf.input_length import refuse_over_long_inputs
 from structattn.hf.model_terms import accepts_model_terms
 from structattn.structures.providers import get_provider
 
@@ -55,7 +56,9 @@ def attach(
         ValueError: unsupported or causal architecture (named, with the reason), a plan that does not fit the
             model's layers and heads (or differs between ALBERT's shared layers), a variant that cannot keep
             the model's own score terms on a layer that has them, a structure that lacks fields a variant
-            needs, or a model already attached.
+            needs, or a model already attached. Once attached, the model's forward refuses a batch longer than its
+            position table (:mod:`structattn.hf.input_length`), naming each sentence over it, its token count, the
+            limit and the truncation option.
     """
     found = families.find_layers(model)
     modules, config = found.modules, model.config
@@ -87,6 +90,7 @@ def attach(
             modules[index].add_module("structattn", attached)
             modules[index].register_forward_pre_hook(_before_attention, with_kwargs=True)
         found.stack.set_attn_implementation(name)
+    refuse_over_long_inputs(model)  # a batch past the position table: named here, not deep in the embeddings
     setattr(config, CONFIG_KEY, {"plan": plan, "base_attention": base, "version": structattn.__version__,
                                  "structure_fields": {k: sorted(v) for k, v in fields.items()}})
     return mark_attached(model)  # saved as model type structattn_<family>: Auto classes load it with its plan or refuse

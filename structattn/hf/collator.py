@@ -107,8 +107,9 @@ class StructureCollator:
             ``max_length`` (without ``truncation``: the message names the sentence, its token count, the limit and
             where the limit comes from) or a tokenization that does not give every word a token (the message
             names the sentence and word). With no limit known (no ``model``, a tokenizer without
-            ``model_max_length`` and no ``config.json`` beside it) nothing is refused for its length: pass
-            ``model`` or ``max_length``.
+            ``model_max_length`` and no ``config.json`` beside it) nothing is refused for its length here: pass
+            ``model`` or ``max_length`` (an attached model's forward still refuses the batch by name, see
+            :mod:`structattn.hf.input_length`).
     """
 
     def __init__(

@@ -60,3 +60,45 @@ def test_the_tokenizers_limit_and_an_explicit_max_length_are_named(tokenizer, lo
         StructureCollator(limited)([long_sentence])
     with pytest.raises(ValueError, match=re.escape(f"has {count} tokens, more than the model's 100 (max_length=100);")):
         StructureCollator(tokenizer, max_length=100)([long_sentence])
+
+
+def test_an_attached_models_forward_refuses_what_a_collator_without_a_limit_let_through(tokenizer, long_sentence,
+                                                                                      short_sentences):
+    """No model, no max_length and a tokenizer without model_max_length: the collator cannot know the limit, so
+    the attached model's forward names the sentence (before: "The size of tensor a (6269) must match the size of
+    tensor b (64)" from inside BERT's embeddings)."""
+    from structattn.hf import attach
+
+    model = attach(tiny_model("bert", tokenizer, max_position_embeddings=POSITIONS), "soft_bias(dependency)")
+    short = short_sentences[0]
+    batch = StructureCollator(tokenizer)([short, long_sentence])
+    count, small = _tokens(tokenizer, long_sentence), _tokens(tokenizer, short)
+    assert small <= POSITIONS < count
+    remedy = (f": more than the model's {POSITIONS} positions (max_position_embeddings of its config); pass "
+              f"truncation=True with max_length={POSITIONS} to StructureCollator to keep the first {POSITIONS} tokens "
+              "(or give it model=... to refuse such a sentence at collation), or split or drop the sentence")
+    with pytest.raises(ValueError, match=exactly(f"sentence 'long-2000' has {count} tokens{remedy}")):
+        model(**batch)
+    with pytest.raises(ValueError, match=exactly(f"row 1 of the batch has {count} tokens{remedy}")):
+        model.base_model(batch["input_ids"], attention_mask=batch["attention_mask"])  # no structures: no ids
+    truncated = StructureCollator(tokenizer, max_length=POSITIONS, truncation=True)([short, long_sentence])
+    with torch.no_grad():
+        out = model(**truncated).last_hidden_state
+    assert out.shape[:2] == (2, POSITIONS) and torch.isfinite(out).all()
+
+
+def test_roberta_counts_its_padding_offset_in_the_forwards_limit(tokenizer, long_sentence):
+    from structattn.hf import attach
+
+    model = attach(tiny_model("roberta", tokenizer, max_position_embeddings=POSITIONS), "soft_bias(dependency)")
+    batch = StructureCollator(tokenizer)([long_sentence])
+    limit = POSITIONS - tokenizer.pad_token_id - 1  # positions start after the padding index
+    with pytest.raises(ValueError, match=re.escape(f"more than the model's {limit} positions")):
+        model(**batch)
+    fitting = StructureCollator(tokenizer, max_length=limit, truncation=True)([long_sentence])
+    with torch.no_grad():
+        assert torch.isfinite(model(**fitting).last_hidden_state).all()
+
+
+def exactly(message: str) -> str:
+    return f"^{re.escape(message)}$"
