@@ -14,7 +14,7 @@ class SsanBigramShift(SsanTask):
     The tree follows the swapped words (see :mod:`structattn.tasks.ssan_data`).
 
     Args:
-        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
+        seed, ``**treebank``: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"

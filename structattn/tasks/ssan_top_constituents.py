@@ -38,7 +38,7 @@ class SsanTopConstituents(SsanTask):
             dependent of the root), or a list of relation names.
         balance: downsample each split's classes to its smallest one (seeded).
         max_per_class: keep at most this many examples of each class per split (seeded).
-        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
+        seed, ``**treebank``: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"

@@ -18,7 +18,7 @@ class SsanTreeDepth(SsanTask):
         bins: class upper bounds (default :data:`~structattn.tasks.ssan_data.DEPENDENCY_DEPTH_BINS`,
             the quartiles of the bundled Czech PUD: ``<= 3``, ``4``, ``5``, ``>= 6``).
         balance: downsample each split's classes to its smallest one.
-        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
+        seed, ``**treebank``: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "sentence"

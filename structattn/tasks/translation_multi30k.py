@@ -227,7 +227,7 @@ class Multi30kTranslation(TranslationTask):
             rule-based tokenizers; applied before ``train_size`` is drawn). Dev and test are never filtered.
         cache_dir: folder of the parse cache (``None``: ``$STRUCTATTN_CACHE``, else ``~/.cache/structattn``);
             it cannot change the data, so it is not an option of the task (``options_ignored``).
-        corrupt, corrupt_seed, **seq2seq: see :class:`TranslationTask`.
+        corrupt, corrupt_seed, ``**seq2seq``: see :class:`TranslationTask`.
 
     Attributes:
         parse_report: after :meth:`splits`, ``{"parsed", "cached", "seconds", "cache"}`` of the English parses.
