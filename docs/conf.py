@@ -1,0 +1,187 @@
+"""Sphinx configuration of the structattn site (why Sphinx + furo + MyST: docs/README.md).
+
+Build (what ``.ci/run`` runs; warnings are errors)::
+
+    python -m sphinx -W -b html docs docs/_build/html
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
+from pygments import token
+from pygments.lexer import RegexLexer
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's structattn, also when it is not installed editable
+
+project = "structattn"
+author = "structattn contributors"
+copyright = "2026, structattn contributors"
+release = version = importlib.import_module("structattn").__version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+# README.md is the docs' maintenance note (why this toolchain, how to build); the landing page (index.md)
+# includes the repository's README.md instead
+exclude_patterns = ["_build", "README.md"]
+
+# MyST: the pages are plain GitHub Markdown. Heading anchors are slugged as GitHub slugs them, so the pages'
+# `page.md#anchor` links (checked by tests/test_readme_front_door.py) resolve on the site too.
+myst_heading_anchors = 6
+myst_enable_extensions = ["colon_fence"]  # ::: directives, which tests/test_docs_snippets.py never runs
+myst_fence_as_directive = []
+
+# autodoc + napoleon: Google-style docstrings, members in source order, annotations in the signature
+autodoc_default_options = {"members": True, "member-order": "bysource", "show-inheritance": True}
+autodoc_typehints = "signature"
+autodoc_class_signature = "mixed"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+# "Class attributes:" (our base classes' name for it) reads as napoleon's Attributes section; attributes become
+# :ivar: fields, so a documented attribute is not described twice (field list and autodoc member)
+napoleon_custom_sections = [("Shapes", "notes_style"), ("Class attributes", "Attributes")]
+napoleon_use_ivar = True
+
+# Warnings are errors (-W) but one kind: MyST's "Non-consecutive header level increase" (a page going from ##
+# to ####). GitHub renders such pages fine, and Sphinx nests their sections correctly; the pages are edited by
+# people who read them on GitHub, so their heading levels are theirs to choose.
+suppress_warnings = ["myst.header"]
+
+html_theme = "furo"
+html_title = "structattn"
+html_static_path: list[str] = []
+html_show_sourcelink = False
+pygments_style = "friendly"
+pygments_dark_style = "monokai"
+
+logger = logging.getLogger("structattn.docs")
+
+# The registries whose entries (one class per module, registry key = module name) get a reference entry each,
+# so a new variant, provider or task needs no edit of the docs (STYLE.md: one file, one decorator, one test).
+REGISTRIES = {
+    "attention": ("structattn.attention", "ATTENTION"),
+    "providers": ("structattn.structures", "PROVIDERS"),
+    "tasks": ("structattn.tasks", "TASKS"),
+}
+
+
+def _parse(directive: SphinxDirective, rst: list[str]) -> list[nodes.Node]:
+    """``rst`` parsed in place of ``directive``; autodoc writes reStructuredText, which MyST reads only inside an
+    ``eval-rst`` block."""
+    container = nodes.container()
+    text = ["````{eval-rst}", *rst, "````"]
+    directive.state.nested_parse(StringList(text, source=directive.get_source_info()[0]), directive.content_offset,
+                                 container)
+    return container.children
+
+
+def _entry(path: str, obj: object) -> list[str]:
+    """The autodoc directive documenting ``obj`` under ``path`` (the name a user imports)."""
+    if inspect.isclass(obj):
+        return [f".. autoclass:: {path}", ""]
+    if callable(obj):
+        return [f".. autofunction:: {path}", ""]
+    # a constant or a registry: its name and type (a value's repr can be long or name a memory address)
+    return [f".. autodata:: {path}", "   :no-value:",
+            f"   :annotation: : {type(obj).__module__}.{type(obj).__qualname__}", ""]
+
+
+class PublicNames(SphinxDirective):
+    """``:::{public-names} structattn.encoders`` -> one autodoc entry per name of the package's ``__all__``,
+    classes first, then functions, then constants and registries. The packages import their names lazily
+    (PEP 562), which ``automodule`` does not see, so the names are listed from ``__all__`` here."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        package = importlib.import_module(self.arguments[0])
+        if not hasattr(package, "__all__"):
+            raise self.error(f"{self.arguments[0]} has no __all__")
+        groups: dict[str, list[str]] = {"Classes": [], "Functions": [], "Constants and registries": []}
+        for name in package.__all__:
+            obj = getattr(package, name)
+            group = "Classes" if inspect.isclass(obj) else "Functions" if callable(obj) else "Constants and registries"
+            groups[group] += _entry(f"{package.__name__}.{name}", obj)
+        text = []
+        for title, entries in groups.items():
+            if entries:
+                text += [f".. rubric:: {title}", "", *entries]
+        return _parse(self, text)
+
+
+class ModuleReference(SphinxDirective):
+    """``:::{module-reference} structattn.probes.structural`` -> ``automodule`` with its public members (those
+    named by ``:members: a, b``, else every public name defined in the module)."""
+
+    required_arguments = 1
+    option_spec = {"members": directives.unchanged}
+
+    def run(self) -> list[nodes.Node]:
+        members = self.options.get("members")
+        return _parse(self, [f".. automodule:: {self.arguments[0]}", f"   :members: {members}" if members else "", ""])
+
+
+class RegistryEntries(SphinxDirective):
+    """``:::{registry-entries} attention`` -> an ``autoclass`` entry per registered name, in name order."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        if self.arguments[0] not in REGISTRIES:
+            raise self.error(f"unknown registry {self.arguments[0]!r}; known: {sorted(REGISTRIES)}")
+        module, attribute = REGISTRIES[self.arguments[0]]
+        registry = getattr(importlib.import_module(module), attribute)
+        text = []
+        for name in registry.names():
+            cls = registry.get(name)
+            text += [f".. rubric:: ``{name}``", "", *_entry(f"{cls.__module__}.{cls.__qualname__}", cls)]
+        return _parse(self, text)
+
+
+def _no_inherited_data_docstring(app, what: str, name: str, obj: object, options, lines: list[str]) -> None:
+    """A constant (``FIELDS``, ``ATTENTION_CHECKS``) would show its type's docstring (``dict``'s, ``tuple``'s):
+    drop it; its entry shows its name and type."""
+    if what == "data" and lines and inspect.getdoc(type(obj)) and \
+            "\n".join(lines).strip() == inspect.cleandoc(type(obj).__doc__ or "").strip():
+        lines.clear()
+
+
+class GinLexer(RegexLexer):
+    """gin-config files (``.gin``): bindings, ``@references``, ``%MACROS``, ``include``/``import`` lines."""
+
+    name = "gin"
+    aliases = ["gin"]
+    filenames = ["*.gin"]
+    tokens = {"root": [
+        (r"#.*?$", token.Comment.Single),
+        (r"^(include|import)\b", token.Keyword.Namespace),
+        (r"'[^'\n]*'|\"[^\"\n]*\"", token.String),
+        (r"@[\w./]+(\(\))?", token.Name.Function),
+        (r"%[\w.]+", token.Name.Constant),
+        (r"\b(True|False|None)\b", token.Keyword.Constant),
+        (r"-?\d+(\.\d*)?([eE][-+]?\d+)?", token.Number),
+        (r"[\w.]+(?=\s*=)", token.Name.Attribute),
+        (r"[\w.]+", token.Name),
+        (r"[=\[\](){},:*/+\-]", token.Punctuation),
+        (r"\s+", token.Whitespace),
+        (r".", token.Text),
+    ]}
+
+
+def setup(app):
+    app.add_lexer("gin", GinLexer)
+    app.connect("autodoc-process-docstring", _no_inherited_data_docstring)
+    app.add_directive("module-reference", ModuleReference)
+    app.add_directive("public-names", PublicNames)
+    app.add_directive("registry-entries", RegistryEntries)
+    return {"parallel_read_safe": True}
