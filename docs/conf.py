@@ -59,7 +59,8 @@ suppress_warnings = ["myst.header"]
 
 html_theme = "furo"
 html_title = "structattn"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["structattn.css"]  # table cells read from the top (see the file)
 html_show_sourcelink = False
 pygments_style = "friendly"
 pygments_dark_style = "monokai"
@@ -178,7 +179,31 @@ class GinLexer(RegexLexer):
     ]}
 
 
+PROSE_CELL_CHARS = 150  # a table with a cell this long holds sentences, not figures
+
+
+def _mark_prose_tables(app, doctree: nodes.document, docname: str) -> None:
+    """Tables whose cells hold sentences (README's "What the comparisons show") get the class ``prose``:
+    _static/structattn.css lays them out over the page's width in equal columns, where the browser's automatic
+    layout squeezed one column to a few words a line."""
+    for table in doctree.findall(nodes.table):
+        if not any(len(entry.astext()) >= PROSE_CELL_CHARS for entry in table.findall(nodes.entry)):
+            continue
+        table["classes"] = [name for name in table["classes"] if name != "colwidths-auto"] + ["prose", "colwidths-given"]
+        for tgroup in table.findall(nodes.tgroup):  # each column as wide as its cells' mean length says
+            columns: dict[int, list[str]] = {}
+            for row in tgroup.findall(nodes.row):
+                for k, entry in enumerate(row.findall(nodes.entry)):
+                    columns.setdefault(k, []).append(entry.astext())
+            for k, colspec in enumerate(tgroup.findall(nodes.colspec)):
+                cells = columns.get(k, [""])
+                mean = sum(map(len, cells)) // len(cells)
+                longest_word = max((len(word) for cell in cells for word in cell.split()), default=0)
+                colspec["colwidth"] = max(12, 3 * longest_word, min(120, mean))
+
+
 def setup(app):
+    app.connect("doctree-resolved", _mark_prose_tables)
     app.add_lexer("gin", GinLexer)
     app.connect("autodoc-process-docstring", _no_inherited_data_docstring)
     app.add_directive("module-reference", ModuleReference)
