@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+from structattn.structures.sentence import describe_sentence
+
 
 class LengthBucketSampler:
     """Batches of example indices grouped by length.
@@ -24,11 +26,13 @@ class LengthBucketSampler:
             (examples x the longest length in the batch): with length-sorted pools, steps then cost about the
             same whatever the sentence length, and carry little padding. A pool is cut greedily in length
             order; every example is still in exactly one batch per epoch. An example longer than
-            ``batch_tokens`` is refused (``ValueError`` naming it).
+            ``batch_tokens`` is refused (``ValueError`` naming it, by ``ids`` when given, with the least
+            ``batch_tokens`` that takes every example).
         shuffle: training order (see above) or evaluation order.
         seed: base seed of the training order.
         pool_batches: how many batches a sorting pool spans (larger: less padding, less randomness).
         rank, world_size: this process's place among the data-parallel processes.
+        ids: the sentence id of every example, for error messages (default: examples named by index).
     """
 
     def __init__(
@@ -42,6 +46,7 @@ class LengthBucketSampler:
         pool_batches: int = 50,
         rank: int = 0,
         world_size: int = 1,
+        ids: Sequence[str | None] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -55,16 +60,27 @@ class LengthBucketSampler:
         if batch_tokens is not None:
             if batch_tokens < 1:
                 raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
-            longest = max(range(len(self.lengths)), key=lambda i: self.lengths[i])
-            if self.lengths[longest] > batch_tokens:
-                raise ValueError(f"example {longest} has {self.lengths[longest]} tokens, more than batch_tokens = "
-                                 f"{batch_tokens}: raise batch_tokens, or leave such examples out of the data")
+            self._check_fits(batch_tokens, ids)
             mean = max(1, round(sum(self.lengths) / len(self.lengths)))
             batch_size = max(1, batch_tokens // mean)  # the pool spans about pool_batches batches
         self.pool = max(1, pool_batches) * batch_size
         self.rank, self.world_size = rank, world_size
         if shuffle and len(self._all_batches(0)) < world_size:
             raise ValueError(f"{len(self.lengths)} examples make fewer batches of {batch_size} than {world_size} processes")
+
+    def _check_fits(self, batch_tokens: int, ids: Sequence[str | None] | None) -> None:
+        """``ValueError`` naming the longest example when it alone is over ``batch_tokens``."""
+        longest = max(range(len(self.lengths)), key=lambda i: (self.lengths[i], -i))
+        if self.lengths[longest] <= batch_tokens:
+            return
+        over = sum(n > batch_tokens for n in self.lengths)
+        who = f"example {longest}"
+        if ids is not None and len(ids) == len(self.lengths) and ids[longest] is not None:
+            who = f"{describe_sentence(ids[longest])} (example {longest})"
+        others = f" ({over - 1} other example(s) are over it too)" if over > 1 else ""
+        raise ValueError(f"{who} has {self.lengths[longest]} tokens, more than batch_tokens = {batch_tokens}{others}: "
+                         f"raise batch_tokens to at least {self.lengths[longest]}, or leave such examples out of the "
+                         "data")
 
     def _all_batches(self, epoch: int) -> list[list[int]]:
         order = list(range(len(self.lengths)))

@@ -51,7 +51,8 @@ class Seq2SeqTrainer(TrainingLoop):
 
     def _sampler(self, train: Sequence[PairExample]) -> LengthBucketSampler:
         lengths = [len(e) + len(e.target_ids) for e in train]
-        return LengthBucketSampler(lengths, self.config.batch_size, batch_tokens=self.config.batch_tokens, seed=self.seed)
+        return LengthBucketSampler(lengths, self.config.batch_size, batch_tokens=self.config.batch_tokens, seed=self.seed,
+                                   ids=[e.id for e in train])
 
     def _train_on(self, examples: Sequence[PairExample]) -> None:
         self.model.train()

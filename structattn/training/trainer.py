@@ -61,8 +61,9 @@ class Trainer(TrainingLoop):
 
     # -- the loop --------------------------------------------------------------------------------------
     def _sampler(self, train: Sequence[Example]) -> LengthBucketSampler:
-        return LengthBucketSampler([len(e) for e in train], self.config.batch_size, batch_tokens=self.config.batch_tokens, seed=self.seed,
-                                   rank=self.context.rank, world_size=self.context.world_size)
+        return LengthBucketSampler([len(e) for e in train], self.config.batch_size, batch_tokens=self.config.batch_tokens,
+                                   seed=self.seed, rank=self.context.rank, world_size=self.context.world_size,
+                                   ids=[e.id for e in train])
 
     def _train_on(self, examples: Sequence[Example]) -> None:
         self._step(make_batch(examples, self.output).to(self.context.device))
