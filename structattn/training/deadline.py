@@ -48,10 +48,20 @@ def parse_duration(text: str | float | int) -> float:
         elif spec and re.fullmatch(r"(\d+(\.\d+)?[dhms])+", spec):
             seconds = sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([dhms])", spec))
         else:
-            raise ValueError(f"a time limit must be a duration like '2h40m', '90m', '45s' or seconds, got {text!r}")
+            raise ValueError(f"a time limit must be a duration like '2h40m', '90m', '45s' or seconds, got {text!r}"
+                             + _unit_hint(spec))
     if not seconds > 0:
         raise ValueError(f"a time limit must be positive, got {text!r}")
     return seconds
+
+
+def _unit_hint(spec: str) -> str:
+    """For ``'1h30'`` (a number left without its unit after a unit): which unit it most likely lacks."""
+    match = re.fullmatch(r"((?:\d+(?:\.\d+)?[dhms])+?)(\d+(?:\.\d+)?)", spec)
+    if not match:
+        return ""
+    following = {"d": "h", "h": "m", "m": "s"}.get(match.group(1)[-1])
+    return f" (the last number has no unit: did you mean {match.group(0) + following!r}?)" if following else ""
 
 
 def format_duration(seconds: float) -> str:
