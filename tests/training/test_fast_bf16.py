@@ -12,6 +12,7 @@ import torch
 
 from structattn import api
 from structattn.experiments import merge
+from structattn.experiments.record_checks import stamped
 from structattn.experiments.results import group_runs
 from structattn.seq2seq import PairExample, Seq2SeqOptions, build_seq2seq, pair_batch
 from structattn.encoders import EncoderConfig
@@ -205,8 +206,9 @@ def test_runs_record_the_precision_they_used_and_tables_refuse_a_mix(tmp_path, n
         group_runs(mixed)
     assert check_one_precision(records) == "fp32" and check_one_precision([]) is None
     path = next(p for p in (out / "runs").glob("*.json") if "soft" in p.name)
-    path.write_text(json.dumps({**json.loads(path.read_text()), "precision": "bf16"}))
-    with pytest.raises(ValueError, match="different precisions"):
+    path.write_text(json.dumps(stamped({**json.loads(path.read_text()), "precision": "bf16"})))  # a valid bf16 record
+    with pytest.raises(ValueError, match=r"trained in bf16 \(001_depth_soft_s0.json\) but .* in fp32 "
+                                         r"\(000_depth_full_s0.json\); a comparison's runs need one precision"):
         merge([out], tmp_path / "merged", plots=False)
 
 
@@ -232,7 +234,7 @@ def test_records_written_before_precision_was_recorded_take_it_from_the_folders_
     api.compare(TINY.replace("'auto'", "'bf16'"), out, quiet=True, plots=False, threads=1)
     for path in (out / "runs").glob("*.json"):
         record = json.loads(path.read_text())
-        del record["precision"]
+        del record["precision"], record["checksum"]  # the old format: written before both were recorded
         path.write_text(json.dumps(record))
     assert config_precision(out) == "bf16" and config_precision(tmp_path) == "fp32"
     assert {r["precision"] for _, r in read_records(out, read_manifest(out)).values()} == {"bf16"}
