@@ -54,14 +54,24 @@ def payload_digest(parts: dict[str, Any]) -> str:
 
 def save_checkpoint(path: str | Path, **parts: Any) -> Path:
     """Write ``parts`` (``model``, ``optimizer``, ``scheduler``, ``loop``, ``rng``, ``config``, ``meta``, ...)
-    with their checksum, atomically (temporary file, then rename), and return the path."""
+    with their checksum, atomically, and return the path: a temporary file in the same folder, flushed to disk
+    (so that a crash of the machine right after the rename cannot leave an empty ``last.pt``), then renamed over
+    ``path``. A save that fails (a full disk, an interrupt) removes its temporary file and leaves ``path`` as
+    it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     payload = {"format": FORMAT, "version": VERSION, **parts}
     payload["checksum"] = {"algorithm": "sha256", "value": payload_digest(payload)}
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
