@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+#: the head kinds ``make_head`` builds, one per task output
 HEAD_KINDS = ("sentence", "token", "pair")
 
 

@@ -38,9 +38,13 @@ from structattn.registry import Registry
 from structattn.structures.options import DerivedOptions
 from structattn.structures.sentence import Document, Sentence
 
+#: what a task reads: one sentence, or a document of several
 Item = Union[Sentence, Document]
+#: what ``Task.label`` returns: one class, or one per word (see the module docstring)
 Label = Union[int, list[int]]
+#: the values of ``Task.output``: which head the model gets
 OUTPUTS = ("sentence", "token", "pair")
+#: a label that is not scored (cross-entropy's ``ignore_index``)
 IGNORE = -100
 
 TASKS: Registry["Task"] = Registry("task", builtin="structattn.tasks.builtin")

@@ -352,6 +352,7 @@ def check_bf16_autocast(case: AttentionCase) -> None:
                                              f"{error:.3g} > {BF16_RELATIVE_ERROR}")
 
 
+#: every attention check by name, in the order ``check_attention`` runs them
 ATTENTION_CHECKS: dict[str, Callable[[AttentionCase], None]] = {
     "output_shape": check_output_shape,
     "reference": check_reference,

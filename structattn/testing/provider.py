@@ -240,6 +240,7 @@ def _same_outputs(case: ProviderCase, a: StructureProvider, b: StructureProvider
     return True
 
 
+#: every provider check by name, in the order ``check_provider`` runs them
 PROVIDER_CHECKS: dict[str, Callable[[ProviderCase], None]] = {
     "oracle": check_oracle,
     "networkx": check_networkx,
