@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
+import typing
 from pathlib import Path
 
 from docutils import nodes
@@ -17,6 +19,8 @@ from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from pygments import token
 from pygments.lexer import RegexLexer
+from sphinx.errors import PycodeError
+from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -27,6 +31,7 @@ project = "structattn"
 author = "structattn contributors"
 copyright = "2026, structattn contributors"
 release = version = importlib.import_module("structattn").__version__
+Registry = importlib.import_module("structattn.registry").Registry
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 source_suffix = {".md": "markdown"}
@@ -90,11 +95,43 @@ def _entry(path: str, obj: object) -> list[str]:
     """The autodoc directive documenting ``obj`` under ``path`` (the name a user imports)."""
     if inspect.isclass(obj):
         return [f".. autoclass:: {path}", ""]
-    if callable(obj):
+    if inspect.isroutine(obj):
         return [f".. autofunction:: {path}", ""]
-    # a constant or a registry: its name and type (a value's repr can be long or name a memory address)
-    return [f".. autodata:: {path}", "   :no-value:",
-            f"   :annotation: : {type(obj).__module__}.{type(obj).__qualname__}", ""]
+    return _data_entry(path, obj)  # constants, registries and type aliases (``Item = Union[...]``)
+
+
+MODULE_PATH = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])")  # "typing.Union[a.b.C" -> "Union[C"
+
+
+def _data_entry(path: str, obj: object) -> list[str]:
+    """A constant or a registry: its type, its value where short, and its ``#:`` comment from the module that
+    defines it (autodoc reads comments of the module named in the path only, here the package's __init__)."""
+    package, _, name = path.rpartition(".")
+    value = repr(obj)
+    lines = [f".. autodata:: {path}"]
+    if typing.get_origin(obj) is not None:  # a type alias: its value without module paths
+        lines += ["   :no-value:", "   :annotation: = " + MODULE_PATH.sub("", value)]
+    elif len(value) > 80 or " at 0x" in value:  # a dict of functions, a registry object
+        kind = type(obj).__qualname__ if type(obj).__module__ == "builtins" else f"{type(obj).__module__}.{type(obj).__qualname__}"
+        lines += ["   :no-value:", f"   :annotation: : {kind}"]
+    lines.append("")
+    doc = _doc_comment(package, name, obj)
+    if doc is None and isinstance(obj, Registry):
+        doc = [f"The registry of each {obj.kind} by name (:class:`structattn.registry.Registry`)."]
+    return lines + [f"   {line}" for line in doc or []] + [""]
+
+
+def _doc_comment(package: str, name: str, obj: object) -> list[str] | None:
+    """The ``#:`` comment above ``name = ...`` in whichever imported module of ``package`` holds ``obj``."""
+    for module_name, module in sorted(sys.modules.items()):
+        if module_name.startswith(package + ".") and vars(module).get(name) is obj:
+            try:
+                docs = ModuleAnalyzer.for_module(module_name).find_attr_docs()
+            except PycodeError:
+                continue
+            if ("", name) in docs:
+                return [line for line in docs["", name] if line.strip()]
+    return None
 
 
 class PublicNames(SphinxDirective):
@@ -108,10 +145,11 @@ class PublicNames(SphinxDirective):
         package = importlib.import_module(self.arguments[0])
         if not hasattr(package, "__all__"):
             raise self.error(f"{self.arguments[0]} has no __all__")
-        groups: dict[str, list[str]] = {"Classes": [], "Functions": [], "Constants and registries": []}
+        groups: dict[str, list[str]] = {"Classes": [], "Functions": [], "Constants, registries and types": []}
         for name in package.__all__:
             obj = getattr(package, name)
-            group = "Classes" if inspect.isclass(obj) else "Functions" if callable(obj) else "Constants and registries"
+            group = ("Classes" if inspect.isclass(obj) else "Functions" if inspect.isroutine(obj)
+                     else "Constants, registries and types")
             groups[group] += _entry(f"{package.__name__}.{name}", obj)
         text = []
         for title, entries in groups.items():
@@ -150,10 +188,9 @@ class RegistryEntries(SphinxDirective):
 
 
 def _no_inherited_data_docstring(app, what: str, name: str, obj: object, options, lines: list[str]) -> None:
-    """A constant (``FIELDS``, ``ATTENTION_CHECKS``) would show its type's docstring (``dict``'s, ``tuple``'s):
-    drop it; its entry shows its name and type."""
-    if what == "data" and lines and inspect.getdoc(type(obj)) and \
-            "\n".join(lines).strip() == inspect.cleandoc(type(obj).__doc__ or "").strip():
+    """A constant or a registry object (``FIELDS``, ``ATTENTION``) would show its type's docstring (``tuple``'s,
+    ``Registry``'s): drop it; its entry shows its type or value and its own ``#:`` comment (``_data_entry``)."""
+    if what == "data" and getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", None):
         lines.clear()
 
 
