@@ -183,9 +183,13 @@ def _replay_one(record: dict[str, Any], recorded_by: str) -> tuple[ModuleType, b
         raise ValueError(f"{who}: {err}") from None
     # not importable by name here (the run was made in another folder): the file the run loaded it from
     if not Path(path).is_file():
+        same = _loaded_copy(record)
+        if same is not None:  # --import of the same file under another name (moved and renamed): that module
+            sys.modules[name] = same
+            return same, True
         raise ValueError(f"{who}: no module {name!r} in the working folder {os.getcwd()!r} or the installed "
                          f"packages, and the recorded file {path!r} no longer exists; pass --import PATH (the "
-                         "plugin's file or module) to load it")
+                         f"plugin's file or module) to load it{_renamed_hint(record)}")
     if "." in name:
         raise ValueError(f"{who}: it is module {name!r} of package {name.split('.')[0]!r} (file {path!r}), which "
                          "is not importable from here; run from the folder that holds the package, add that "
@@ -195,6 +199,27 @@ def _replay_one(record: dict[str, Any], recorded_by: str) -> tuple[ModuleType, b
         return import_file(path, name), True
     except ValueError as err:
         raise ValueError(f"{who}: {err}") from None
+
+
+def _loaded_copy(record: dict[str, Any]) -> ModuleType | None:
+    """A module loaded in this process (``--import``) from a file with the recorded sha256, if any."""
+    for loaded_record in _LOADED:
+        if record.get("sha256") and loaded_record.get("sha256") == record["sha256"]:
+            module = sys.modules.get(loaded_record["module"])
+            if module is not None:
+                return module
+    return None
+
+
+def _renamed_hint(record: dict[str, Any]) -> str:
+    """What to say when ``--import`` loaded other files than the recorded one (a renamed, since-edited copy)."""
+    others = [r for r in _LOADED if r.get("path") and r["module"] != record["module"]]
+    if not others:
+        return ""
+    shown = ", ".join(f"{r['module']!r} ({r['path']})" for r in others[:3])
+    return (f"; this command imported {shown}, but not the recorded file (sha256 {str(record.get('sha256'))[:12]}): "
+            f"to replay a changed copy, import it under the recorded name (a file named "
+            f"{record['module'].split('.')[-1]}.py)")
 
 
 def _importable(name: str) -> bool:
