@@ -21,22 +21,31 @@ from structattn.hf.families import NO_POSITION_LIMIT, position_limit
 from structattn.structures.sentence import describe_sentence
 from structattn.structures.structure import Structure
 
+#: families whose positions are computed, not looked up: an input past ``max_position_embeddings`` still runs
+NO_POSITION_TABLE = ("modernbert",)
+
 
 def refuse_over_long_inputs(model: nn.Module) -> None:
-    """Give ``model`` (and its bare ``base_model``, which callers may call directly) a forward pre-hook that
-    raises ``ValueError`` for an input longer than the model's position table (see :func:`check_input_length`)."""
+    """Give ``model`` (and its bare ``base_model`` and, for an encoder-decoder model, its encoder: callers may call
+    either directly) a forward pre-hook that raises ``ValueError`` for an input longer than the model's position
+    table (see :func:`check_input_length`)."""
     limit = model_position_limit(model.config.to_dict())
     if limit is None:
         return
-    targets = [model] if getattr(model, "base_model", model) is model else [model, model.base_model]
-    for target in targets:
+    targets = [model, getattr(model, "base_model", model)]
+    if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+        targets.append(model.get_encoder())
+    for target in {id(t): t for t in targets}.values():
         target.register_forward_pre_hook(functools.partial(_check_call, limit), with_kwargs=True)
 
 
 def model_position_limit(config: Mapping[str, Any]) -> int | None:
     """Tokens the model's absolute positions cover (:func:`~structattn.hf.families.position_limit`), or ``None``
-    when it has no absolute position table (T5; DeBERTa-v2/v3 without ``position_biased_input``)."""
+    when it has no absolute position table, so that a longer input runs (T5's relative buckets, ModernBERT's
+    rotary positions, DeBERTa-v2/v3 without ``position_biased_input``): only what would fail is refused."""
     config = {**config, "model_type": base_model_type(str(config.get("model_type", "")))}
+    if config["model_type"] in NO_POSITION_TABLE:
+        return None
     if config["model_type"] == "deberta-v2" and not config.get("position_biased_input", True):
         return None
     try:

@@ -102,3 +102,51 @@ def test_roberta_counts_its_padding_offset_in_the_forwards_limit(tokenizer, long
 
 def exactly(message: str) -> str:
     return f"^{re.escape(message)}$"
+
+
+def _sentence_over(tokenizer, treebank, limit: int) -> Sentence:
+    """A sentence of more than ``limit`` tokens (every word has at least one), ``limit + 10`` words."""
+    words = [w for s in treebank for w in s.words][: limit + 10]
+    return Sentence(words=words, heads=[-1] + list(range(len(words) - 1)), id=f"over-{limit}")
+
+
+@pytest.mark.parametrize("family, extra, limit", [
+    ("albert", {}, 512), ("bart", {}, 64), ("marian", {}, 64), ("deberta", {}, 128),
+])
+def test_families_with_a_position_table_refuse_at_the_forward(tokenizer, treebank, family, extra, limit):
+    """Each of these fails inside the model past its table ("index out of range in self", "The expanded size of
+    the tensor (517) must match the existing size (512)"): refused by name instead."""
+    from structattn.hf import attach
+    from tests.hf.test_families import _model
+
+    model = attach(_model(family, tokenizer, **extra), "soft_bias(dependency)")
+    sentence = _sentence_over(tokenizer, treebank, limit)
+    batch = StructureCollator(tokenizer)([sentence])
+    count = batch["input_ids"].shape[1]
+    extra_inputs = {"decoder_input_ids": batch["input_ids"][:, :3]} if family in ("bart", "marian") else {}
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
+              "structures": batch["structures"]}
+    refused = re.escape(f"sentence 'over-{limit}' has {count} tokens: more than the model's {limit} positions")
+    with pytest.raises(ValueError, match=refused):
+        model(**inputs, **extra_inputs)
+    if extra_inputs:  # the encoder of an encoder-decoder model, called by itself
+        with pytest.raises(ValueError, match=refused):
+            model.get_encoder()(**inputs)
+
+
+@pytest.mark.parametrize("family, extra", [
+    ("modernbert", {}), ("t5", {}), ("deberta", {"position_biased_input": False}),
+])
+def test_families_without_a_position_table_still_take_longer_inputs(tokenizer, treebank, family, extra):
+    """Rotary (ModernBERT) and relative (T5, DeBERTa-v3 style) positions run past max_position_embeddings: not
+    refused, as before."""
+    from structattn.hf import attach
+    from tests.hf.test_families import _model
+
+    model = attach(_model(family, tokenizer, **extra), "soft_bias(dependency)")
+    batch = StructureCollator(tokenizer)([_sentence_over(tokenizer, treebank, 128)])
+    assert batch["input_ids"].shape[1] > getattr(model.config, "max_position_embeddings", 0)
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    structures=batch["structures"]).last_hidden_state
+    assert torch.isfinite(out).all()
