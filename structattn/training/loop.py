@@ -296,7 +296,7 @@ class TrainingLoop:
         differ = []
         saved = data.get("train_config") or {}
         for name, value in self.config.to_dict().items():
-            if name not in RESUMABLE_CHANGES and name in saved and saved[name] != value:
+            if name not in RESUMABLE_CHANGES | {"batch_tokens"} and name in saved and saved[name] != value:
                 differ.append(f"training.{name}: checkpoint {saved[name]!r}, config {value!r}")
         if saved.get("precision", "fp32") != self.config.precision:
             differ.append(f"training.precision: checkpoint {saved.get('precision', 'fp32')!r}, config "
@@ -305,6 +305,9 @@ class TrainingLoop:
             differ.append(f"training.precision 'auto' trained in {data['precision_used']!r} but means "
                           f"{self.precision!r} on this machine (continue it on a machine where 'auto' means "
                           f"{data['precision_used']!r})")
+        if saved.get("batch_tokens") != self.config.batch_tokens:  # None (left out of the dict): batch_size batches
+            differ.append(f"training.batch_tokens: checkpoint {saved.get('batch_tokens')!r}, config "
+                          f"{self.config.batch_tokens!r} (None: batches of batch_size sentences)")
         if "seed" in data and data["seed"] != self.seed:
             differ.append(f"seed: checkpoint {data['seed']!r}, config {self.seed!r}")
         old, new = data.get("meta") or {}, self.checkpoint_extra.get("meta") or {}
