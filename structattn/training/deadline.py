@@ -35,10 +35,13 @@ def parse_duration(text: str | float | int) -> float:
     """Seconds in ``"2h40m"``, ``"90m"``, ``"1d"``, ``"45s"``, ``"1h30m15s"`` or a plain number of seconds.
 
     Raises:
-        ValueError: anything else, or a duration that is not positive.
+        ValueError: anything else, or a duration that is not positive (a negative one: said to be in the past).
     """
     if isinstance(text, bool):
         raise ValueError(f"a time limit must be a duration like '2h40m' or seconds, got {text!r}")
+    if _is_negative(text):
+        raise ValueError(f"a time limit of {text!r} is negative: the time to stop at has already passed; nothing "
+                         "was run (give the time left, e.g. '2h40m')")
     if isinstance(text, (int, float)):
         seconds = float(text)
     else:
@@ -53,6 +56,15 @@ def parse_duration(text: str | float | int) -> float:
     if not seconds > 0:
         raise ValueError(f"a time limit must be positive, got {text!r}")
     return seconds
+
+
+def _is_negative(text: str | float | int) -> bool:
+    """A negative number of seconds, or a duration with a minus sign before it (``'-300s'``, ``'-1h30m'``): what
+    a stop time computed in a script gives once that time has passed."""
+    if isinstance(text, (int, float)):
+        return text < 0
+    spec = text.strip().lower().replace(" ", "")
+    return spec.startswith("-") and bool(re.fullmatch(r"-(\d+(\.\d+)?|(\d+(\.\d+)?[dhms])+)", spec))
 
 
 def _unit_hint(spec: str) -> str:
