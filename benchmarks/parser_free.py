@@ -22,6 +22,7 @@ import torch
 
 import structattn.structures.learned  # noqa: F401  (registers "learned_dependency")
 from structattn.experiments import gin_setup
+from structattn.experiments.records import load_records
 from structattn.experiments.run import evaluate_checkpoint, make_task
 from structattn.probes.tree_induction import random_tree_uuas, right_branching_uuas
 from structattn.training.checkpoints import load_checkpoint
@@ -96,11 +97,10 @@ def swap_at_inference(out: Path, predictor: Path) -> str:
     spec = f"learned_dependency(path={str(predictor)!r})"
     rows = ["| trained with | tested with | seed | test accuracy |", "|---|---|---:|---:|"]
     scores: dict[str, list[float]] = {}
-    for record in sorted((out / "compare" / "runs").glob("*_s[0-9]*.json")):
-        run = json.loads(record.read_text())
+    for run in load_records(out / "compare"):  # checked records (a damaged one is refused by name)
         if not run["setting"].endswith("(gold)"):
             continue
-        data = load_checkpoint(record.with_suffix("") / "checkpoints" / "best.pt")
+        data = load_checkpoint(out / "compare" / "runs" / run["run_id"] / "checkpoints" / "best.pt")
         data["meta"]["structures"] = {name: spec for name in data["meta"]["structures"]}
         accuracy = evaluate_checkpoint(data, "test", quiet=True)["accuracy"]
         scores.setdefault(run["setting"], []).append(accuracy)

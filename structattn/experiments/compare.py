@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from structattn.experiments.executors import Executor, Outcome, RunJob, SerialExecutor
 from structattn.experiments.provenance import Stopwatch, environment, now_iso
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
-from structattn.experiments.record_checks import write_record_file
+from structattn.experiments.record_checks import write_atomic, write_record_file
 from structattn.experiments.records import make_manifest, read_manifest, read_records
 from structattn.experiments.results import write_tables
 from structattn.experiments.run import execute
@@ -152,8 +152,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     if reference is not None and reference not in comparison.settings:
         raise ValueError(f"compare reference {reference!r} is not one of the settings {list(comparison.settings)}")
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
-    used = check_output_folder(out, COMPARE_OUTPUTS, mode)
     with FolderLock(out) if context.is_main else contextlib.nullcontext():
+        used = check_output_folder(out, COMPARE_OUTPUTS, mode)  # inside the lock: a busy folder says so first
         done = _finished(out, manifest, resolve_precision(comparison.setup.training.precision, context.device)) \
             if used and mode == "resume" else {}
         barrier(context)  # every process has seen the folder as it was before the main one writes
@@ -163,8 +163,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
         if context.is_main:
             if mode == "overwrite":
                 clear_outputs(out, used, "structattn compare")
-            (out / "config.gin").write_text(config)
-            (out / "comparison.json").write_text(json.dumps(manifest, indent=1))
+            write_atomic(out / "config.gin", config)
+            write_atomic(out / "comparison.json", json.dumps(manifest, indent=1))
             write_provenance(out, watch, {}, finished=False)
         with deadline(limit):
             records, failed, stopped = _run_all(executor, comparison, mine, done, out, config, manifest, quiet,
@@ -331,7 +331,7 @@ def write_provenance(out: Path, watch: Stopwatch, data: Mapping[str, str], *, fi
     time, each task's data checksum, and on resume the runs kept from before (their records hold their own)."""
     text = {**environment(), **watch.fields(), "finished": finished, "data_sha256": dict(data),
             "kept_runs": list(kept)}
-    (out / "provenance.json").write_text(json.dumps(text, indent=1))
+    write_atomic(out / "provenance.json", json.dumps(text, indent=1))
 
 
 def _finished(out: Path, manifest: dict[str, Any], precision: str) -> dict[int, dict[str, Any]]:

@@ -73,7 +73,7 @@ def shard_folders(folder: str | Path) -> list[Path]:
 
 
 def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
-          mode: str = "refuse") -> list[dict[str, Any]]:
+          mode: str = "refuse", partial: bool = False) -> list[dict[str, Any]]:
     """Merge shard directories of one comparison into ``out_dir`` (same tables as an unsharded run, the
     significance tests recomputed from the records' per-item outputs against the manifests' ``reference``;
     manifests without one: the default reference).
@@ -83,7 +83,10 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     seeds; see :mod:`structattn.experiments.records`) and for damage (fields, checksum, per-item outputs
     against metrics: :mod:`structattn.experiments.record_checks`); the runs must share one precision and, per
     task, one data checksum (:func:`check_same_runs`). ``mode``: ``"refuse"`` an ``out_dir`` that holds
-    compare outputs, or ``"overwrite"`` them.
+    compare outputs, or ``"overwrite"`` them. ``partial``: merge the runs present even when some of the
+    comparison's runs are in no directory (a comparison whose shards are still training): the tables say
+    "Partial: k of N runs", ``comparison.json`` lists the ``missing`` run indices, and each significance test
+    pairs only the seeds both settings have.
 
     Raises:
         RecordError: a damaged record, named by its file and field.
@@ -111,8 +114,9 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
             raise ValueError(f"{str(d)!r} tests against reference setting {m.get('reference')!r} but "
                              f"{str(first_dir)!r} against {first.get('reference')!r} (compare.reference differs)")
     missing = sorted(set(range(first["runs"])) - set(records))
-    if missing:
-        raise ValueError(f"runs {missing} are in none of the directories; run their shards first")
+    if missing and not partial:
+        raise ValueError(f"runs {missing} are in none of the directories; run their shards first, or pass --partial "
+                         "to merge the runs present")
     used = check_output_folder(out, COMPARE_OUTPUTS, "overwrite" if mode == "overwrite" else "refuse",
                                remedy="pass --overwrite to replace them")
     clear_outputs(out, used, "structattn merge")
@@ -122,7 +126,8 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
     run_ids = [r["run_id"] for r in ordered]
     write_atomic(out / "comparison.json", json.dumps({
         **first, "shard": None, "indices": sorted(records), "run_ids": run_ids,
-        "seeds": sorted({r["seed"] for r in ordered}), "merged_from": [str(d) for d, _ in manifests]}, indent=1))
+        "seeds": sorted({r["seed"] for r in ordered}), "merged_from": [str(d) for d, _ in manifests],
+        "missing": missing}, indent=1))
     ordered = [write_record_file(out / "runs" / f"{r['run_id']}.json", r) for r in ordered]
     report(ordered, out, first["runs"], plots, reference=first.get("reference"))
     write_atomic(out / "provenance.json", json.dumps({**environment(), "merged_from": {
@@ -163,8 +168,19 @@ def check_same_runs(found: Sequence[tuple[Path, dict[str, Any]]]) -> None:
 
 
 def _read_provenance(folder: Path) -> dict[str, Any] | None:
+    """``folder/provenance.json`` (``None`` when there is none).
+
+    Raises:
+        ValueError: the file is not valid JSON (named: truncated or half-written).
+    """
     path = folder / "provenance.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{str(path)!r} is not valid JSON ({err}): truncated or half-written? restore it from where "
+                         "the shard ran, or rerun that shard") from None
 
 
 def _replay_plugins(folder: Path) -> None:
