@@ -114,13 +114,23 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from structattn.experiments import merge
 
     out = args.out or str(Path(os.path.commonpath([str(Path(d).resolve()) for d in args.dirs])) / "merged")
-    records = merge(args.dirs, out, plots=not args.no_plots, mode="overwrite" if args.overwrite else "refuse")
+    records = merge(args.dirs, out, plots=not args.no_plots, mode="overwrite" if args.overwrite else "refuse",
+                    partial=args.partial)
     print((Path(out) / "results.md").read_text())
     from structattn.experiments.shards import shard_folders
 
     folders = [folder for given in args.dirs for folder in shard_folders(given)]
     print(f"merged {len(records)} runs from {len(folders)} shard folder{'s' if len(folders) != 1 else ''} "
           f"({', '.join(str(f) for f in folders)}) into {out}")
+    return 0
+
+
+def cmd_keep(args: argparse.Namespace) -> int:
+    from structattn.experiments.keep import keep
+
+    records = keep(args.src, args.dest, overwrite=args.overwrite)
+    print(f"kept {len(records)} run record{'s' * (len(records) != 1)} of {args.src} in {args.dest} (no checkpoints, "
+          "no corpus text; references are read again from the corpus when the records are read)")
     return 0
 
 
@@ -201,8 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="merged output directory (default: DIRS' common parent / merged)")
     p.add_argument("--overwrite", action="store_true", help="replace the structattn outputs already in --out")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument("--partial", action="store_true", help="merge the runs present when some runs of the comparison are in no directory yet (the tables say which part they cover)")
     add_shared_flags(p)
     p.set_defaults(run=cmd_merge)
+
+    p = sub.add_parser("keep", help="keep a finished compare folder as evidence (records, tables, logs; no checkpoints, no corpus text)", description="Copy the small files of a finished compare folder (or shard folder) into DEST, e.g. results/NAME/, to commit: manifest, config, provenance, tables, each run's record (checked, references of corpora that may not be redistributed left out: they are read again from the corpus) and training log. Checkpoints and plots stay behind.")
+    p.add_argument("src", help="a finished compare output directory (or one of its shard-i-of-N folders)")
+    p.add_argument("dest", help="the folder to write, e.g. results/NAME")
+    p.add_argument("--overwrite", action="store_true", help="replace the files DEST already holds")
+    add_shared_flags(p)
+    p.set_defaults(run=cmd_keep)
 
     p = sub.add_parser("eval", help="evaluate a checkpoint", description="Rebuild the model stored in a checkpoint (best.pt or last.pt) and print its loss and accuracy on a split as JSON (translation runs: also BLEU and chrF, beam search as the run decoded).")
     p.add_argument("checkpoint", help="a checkpoint file written by train or compare")

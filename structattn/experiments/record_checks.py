@@ -13,6 +13,11 @@ file and the field, a record that
   ``sum(correct) / sum(total)`` (to 1e-9), and ``bleu`` / ``chrf`` must equal sacrebleu's corpus scores of the
   hypotheses against the references (to 1e-6) when the record holds the references.
 
+A record kept without its corpus text (``predictions.ref_sha256`` instead of ``predictions.ref``: see
+:mod:`structattn.experiments.references`) gets its references back from the corpus when it is read, after its
+checksum is checked and before its scores are recomputed; a record that cannot get them back (no corpus, another
+version of it) is refused by file name. Writing such a record never writes the references back into it.
+
 Records written before records carried a checksum are still read (their fields and outputs are checked the
 same way); one line on stderr per file says that an edit elsewhere in them cannot be detected.
 """
@@ -28,6 +33,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from structattn.experiments.references import restore_references, without_restored
 
 #: fields every run record has, with their JSON types
 REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -59,7 +66,7 @@ def data_sha256(record: Mapping[str, Any]) -> str | None:
 
 def record_checksum(record: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of ``record`` without its ``checksum`` field."""
-    body = {k: v for k, v in record.items() if k != "checksum"}
+    body = {k: v for k, v in without_restored(record).items() if k != "checksum"}  # restored references: not hashed
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -91,7 +98,7 @@ def write_atomic(path: str | Path, text: str) -> Path:
 
 def write_record_file(path: str | Path, record: Mapping[str, Any]) -> dict[str, Any]:
     """Stamp ``record`` with its checksum and write it to ``path`` atomically; the stamped record."""
-    out = stamped(record)
+    out = stamped(without_restored(record))
     write_atomic(path, json.dumps(out))
     return out
 
@@ -126,6 +133,9 @@ def check_record(path: str | Path, record: Any) -> None:
     """Raise :class:`RecordError` when ``record`` (read from ``path``) is damaged or inconsistent."""
     check_fields(path, record)
     _check_checksum(path, record)
+    problem = restore_references(record)
+    if problem:
+        raise RecordError(path, "predictions.ref", problem)
     _check_predictions(path, record)
 
 

@@ -14,7 +14,6 @@ TASK = "depth_tagging(limit=30, max_depth=3)"
 SETUP = Setup(EncoderConfig(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, dropout=0.1),
               TrainConfig(lr=3e-3, warmup_steps=2, max_steps=6, batch_size=8, eval_every=3, patience=0))
 SETTINGS = {"full": "full", "soft": "soft_bias(dependency)"}
-TABLES = ("results.csv", "significance.csv", "results.md")
 
 
 def comparison():
@@ -66,8 +65,16 @@ def test_shards_merge_to_the_same_bytes_and_keep_the_reference(unsharded, tmp_pa
         run_comparison(comparison(), folder, shard=(k, 2), quiet=True, config="compare.seeds = [0, 1]", plots=False)
         assert [r["scope"] for r in rows_of(folder)] == [f"seed {k}", "pooled"]  # shard k: both settings of seed k
     merge(shards, tmp_path / "merged", plots=False)
-    for name in TABLES:
+    for name in ("significance.csv", "results.md"):  # from per-item outputs: the same bytes
         assert (tmp_path / "merged" / name).read_bytes() == (out / name).read_bytes(), name
+    # results.csv also holds float32 losses, whose last printed digit can differ between a run trained second in
+    # a process and the same run trained first (measured: test_loss 1.335922 vs 1.335921 on an AMD EPYC): every
+    # other field equal, every value to 1e-5
+    merged, alone = (list(csv.DictReader((folder / "results.csv").open())) for folder in (tmp_path / "merged", out))
+    assert [{k: v for k, v in r.items() if k != "value"} for r in merged] == [
+        {k: v for k, v in r.items() if k != "value"} for r in alone]
+    for got, want in zip(merged, alone):
+        assert float(got["value"]) == pytest.approx(float(want["value"]), abs=1e-5), (got["run_id"], got["metric"])
 
     def set_reference(folder, value, drop=False):
         manifest = json.loads((folder / "comparison.json").read_text())
