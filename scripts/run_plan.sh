@@ -5,7 +5,7 @@
 # syntax) by which every run of the lane has saved its checkpoint and stopped (compare --time-limit). A lane
 # works through its items in order: a finished item (its folder holds .plan_done) is skipped, a stopped one is
 # continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/, logs beside them;
-# copy each finished folder into results/ with scripts/keep_record.sh and commit it.
+# keep each finished folder with `structattn keep runs/plan/<item> results/plan/<item>` and commit it.
 set -uo pipefail
 lane=${1:?usage: run_plan.sh LANE STOP_AT}
 stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2

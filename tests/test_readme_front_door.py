@@ -15,8 +15,9 @@ PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 MAX_README_LINES = 250
 MAIN_JOB = ('pip install torch==2.13.0 && pip install -e ".[test,spacy,dask,hf,translation]" && '
             "structattn compare configs/quickstart.gin --out runs/quickstart")
-TESTS = ('pip install torch==2.13.0 && pip install -e ".[test,spacy,dask,hf,translation]" && '
-         "python -m ruff check structattn tests scripts benchmarks examples && python -m pytest -q")
+TESTS = ('pip install torch==2.13.0 && pip install -e ".[test,spacy,dask,hf,translation,docs]" && '
+         "python -m ruff check structattn tests scripts benchmarks examples && "
+         "python -m sphinx -W --keep-going -q -b html docs docs/_build/html && python -m pytest -q")
 
 FENCE = re.compile(r"^ *(`{3,}|~{3,})")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -119,3 +120,13 @@ def test_readme_links_every_docs_page() -> None:
     missing = [p.name for p in PAGES[1:] if p.name != "README.md" and p.resolve() not in linked
                and p.name not in {"index.md", "changelog.md"}]
     assert not missing, f"README.md links no page of: {missing}"
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    """Each step of the README's test command is a line of .ci/run (pip as ``python -m pip install -q``), in order."""
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    at = 0
+    for step in TESTS.split(" && "):
+        line = step.replace("pip install ", "python -m pip install -q ", 1) if step.startswith("pip ") else step
+        assert line in ci[at:], f"README step {step!r} is not in .ci/run (after line {at})"
+        at = ci.index(line, at) + 1
