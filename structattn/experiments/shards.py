@@ -128,7 +128,9 @@ def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
         **first, "shard": None, "indices": sorted(records), "run_ids": run_ids,
         "seeds": sorted({r["seed"] for r in ordered}), "merged_from": [str(d) for d, _ in manifests],
         "missing": missing}, indent=1))
-    ordered = [write_record_file(out / "runs" / f"{r['run_id']}.json", r) for r in ordered]
+    # as written (stamped), with references that were read again from the corpus kept in memory for the tables
+    ordered = [{**r, "checksum": write_record_file(out / "runs" / f"{r['run_id']}.json", r)["checksum"]}
+               for r in ordered]
     report(ordered, out, first["runs"], plots, reference=first.get("reference"))
     write_atomic(out / "provenance.json", json.dumps({**environment(), "merged_from": {
         str(d): _read_provenance(d) for d, _ in manifests}}, indent=1))
