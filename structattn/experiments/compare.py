@@ -152,6 +152,8 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     if reference is not None and reference not in comparison.settings:
         raise ValueError(f"compare reference {reference!r} is not one of the settings {list(comparison.settings)}")
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
+    if out.exists() and not out.is_dir():
+        check_output_folder(out, COMPARE_OUTPUTS, mode)  # names the file: the lock could not be taken in it
     with FolderLock(out) if context.is_main else contextlib.nullcontext():
         used = check_output_folder(out, COMPARE_OUTPUTS, mode)  # inside the lock: a busy folder says so first
         done = _finished(out, manifest, resolve_precision(comparison.setup.training.precision, context.device)) \

@@ -53,7 +53,12 @@ class AttentionCase:
     seed: int = 20240531
 
     def build(self) -> StructuredAttention:
-        module = self.make(H, D) if self.make else get_attention(self.name, num_heads=H, head_dim=D, **self.options)
+        """The variant's module, its parameters drawn from ``seed`` (so a check gives the same answer whatever
+        ran before it in the process; the global random state is left as it was)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            module = self.make(H, D) if self.make else get_attention(self.name, num_heads=H, head_dim=D,
+                                                                      **self.options)
         expect(isinstance(module, StructuredAttention),
                f"{self.name!r} built a {type(module).__name__}, not a StructuredAttention")
         return module
