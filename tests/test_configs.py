@@ -21,7 +21,8 @@ from tests.threads import one_thread  # noqa: F401  (autouse fixture)
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {"runs", "build", "dist"}  # top-level output folders (gitignored), not configs
 CONFIGS = sorted(p for p in ROOT.rglob("*.gin") if p.relative_to(ROOT).parts[0] not in OUTPUTS
-                 and not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+                 and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+                 and p.relative_to(ROOT).parts[:2] != ("tests", "fixtures"))  # test data, e.g. a kept record's config
 PARTIAL = {"models", "runs"}  # folders of configs/ holding building blocks, included by experiments
 
 
