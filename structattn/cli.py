@@ -128,7 +128,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_keep(args: argparse.Namespace) -> int:
     from structattn.experiments.keep import keep
 
-    records = keep(args.src, args.dest, overwrite=args.overwrite)
+    records = keep(args.src, args.dest, overwrite=args.overwrite, partial=args.partial)
     print(f"kept {len(records)} run record{'s' * (len(records) != 1)} of {args.src} in {args.dest} (no checkpoints, "
           "no corpus text; references are read again from the corpus when the records are read)")
     return 0
@@ -219,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="a finished compare output directory (or one of its shard-i-of-N folders)")
     p.add_argument("dest", help="the folder to write, e.g. results/NAME")
     p.add_argument("--overwrite", action="store_true", help="replace the files DEST already holds")
+    p.add_argument("--partial", action="store_true", help="keep the finished runs of a folder whose other runs still train")
     add_shared_flags(p)
     p.set_defaults(run=cmd_keep)
 

@@ -27,13 +27,15 @@ KEPT_RUN_FILES = ("log.jsonl",)
 MAX_BYTES = 5_000_000
 
 
-def keep(src: str | Path, dest: str | Path, overwrite: bool = False) -> list[dict[str, Any]]:
+def keep(src: str | Path, dest: str | Path, overwrite: bool = False, partial: bool = False) -> list[dict[str, Any]]:
     """Copy the finished compare folder ``src`` into ``dest`` as committed evidence (see the module docstring);
-    the kept records.
+    the kept records. ``partial``: keep the finished runs of a folder whose other runs still train (the kept
+    manifest still declares every run, so tables built from it say which part they cover; keep the folder
+    again with ``overwrite`` once it has finished).
 
     Raises:
         FileNotFoundError: ``src`` is not a compare folder.
-        ValueError: a run of ``src`` has not finished (named), ``dest`` holds files and ``overwrite`` is not
+        ValueError: a run of ``src`` has not finished (named; unless ``partial``), ``dest`` holds files and ``overwrite`` is not
             set, ``dest`` is ``src``, or a file to keep is larger than :data:`MAX_BYTES`.
         RecordError: a damaged record in ``src`` (named by its file).
     """
@@ -44,9 +46,10 @@ def keep(src: str | Path, dest: str | Path, overwrite: bool = False) -> list[dic
     found = read_records(src, manifest)
     unfinished = [run_id for index, run_id in zip(manifest.get("indices", []), manifest.get("run_ids") or [])
                   if index not in found]
-    if unfinished:
+    if unfinished and not partial:
         raise ValueError(f"keep: {str(src)!r} has runs without a record (not finished yet?): {', '.join(unfinished)}; "
-                         "finish them (compare ... --resume) before keeping the folder")
+                         "finish them (compare ... --resume) before keeping the folder, or pass --partial to keep "
+                         "the finished ones")
     if dest.exists() and any(dest.iterdir()):
         if not overwrite:
             raise ValueError(f"keep: {str(dest)!r} already holds files; pass --overwrite to replace them")

@@ -147,6 +147,9 @@ def test_keep_refuses_an_unfinished_folder_a_used_destination_and_itself(finishe
     (finished / "runs" / "003_m30k_soft_s1.json").unlink()
     with pytest.raises(ValueError, match=r"has runs without a record \(not finished yet\?\): 003_m30k_soft_s1"):
         keep(finished, tmp_path / "kept")
+    kept = keep(finished, tmp_path / "partly", partial=True)  # the finished runs of a folder still training
+    assert [r["run_id"] for r in kept] == ["000_m30k_full_s0", "001_m30k_full_s1", "002_m30k_soft_s0"]
+    assert len(json.loads((tmp_path / "partly" / "comparison.json").read_text())["run_ids"]) == 4
     done = write_folder(tmp_path / "done", [make_record(0, "full", 0, read_lines(CORPUS / "test_2016_flickr.de.gz"))], 1)
     keep(done, tmp_path / "kept")
     with pytest.raises(ValueError, match="already holds files; pass --overwrite"):
