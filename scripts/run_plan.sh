@@ -4,8 +4,11 @@
 # LANE is a or b (start both, in the background, one thread each); STOP_AT is a wall-clock time (`date -d`
 # syntax) by which every run of the lane has saved its checkpoint and stopped (compare --time-limit). A lane
 # works through its items in order: a finished item (its folder holds .plan_done) is skipped, a stopped one is
-# continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/, logs beside them;
-# keep each finished folder with `structattn keep runs/plan/<item> results/plan/<item>` and commit it.
+# continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to
+# runs/plan/<item>/shard-k-of-N/), logs beside them; keep each finished folder with
+# `structattn keep runs/plan/<item> results/plan/<item>` (a shard: keep its shard folder into
+# results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
+# still training.
 set -uo pipefail
 lane=${1:?usage: run_plan.sh LANE STOP_AT}
 stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
@@ -13,28 +16,42 @@ stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
 cd "$(dirname "$0")/.."
 mkdir -p runs/plan
 
-# item | config | gin bindings (';'-separated)
+# item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config)
+# Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting) runs at the shared
+# budget's lr 1e-3, which batch 0's dev picked for full (31.90 vs 31.06 at 2e-3); if dev picks 2e-3 for
+# soft_bias, its shards need that rate before they start (docs/compute_plan.md).
 items_a=(
-  "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3"
+  "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
+  "a|configs/experiments/multi30k_priors.gin||0/12"
+  "a|configs/experiments/multi30k_priors.gin||1/12"
+  "a|configs/experiments/multi30k_priors.gin||2/12"
 )
 items_b=(
-  "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3"
+  "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
+  "a|configs/experiments/multi30k_priors.gin||3/12"
+  "a|configs/experiments/multi30k_priors.gin||4/12"
+  "a|configs/experiments/multi30k_priors.gin||5/12"
 )
 declare -n items="items_${lane}" 2>/dev/null || { echo "no lane '$lane' (a or b)" >&2; exit 2; }
 
 for item in "${items[@]}"; do
-  IFS='|' read -r name config bindings <<<"$item"
+  IFS='|' read -r name config bindings shard <<<"$item"
   out="runs/plan/$name"
-  [[ -e "$out/.plan_done" ]] && continue
+  folder="$out"
+  if [[ -n "$shard" ]]; then folder="$out/shard-${shard%/*}-of-${shard#*/}"; fi
+  label="$name${shard:+ shard $shard}"
+  [[ -e "$folder/.plan_done" ]] && continue
   left=$(( stop_at - $(date +%s) ))
-  if (( left < 600 )); then echo "[$lane] stop time reached; $name not started" >&2; exit 3; fi
+  if (( left < 600 )); then echo "[$lane] stop time reached; $label not started" >&2; exit 3; fi
   args=(compare "$config" --out "$out" --threads 1 --quiet --time-limit "${left}s")
-  [[ -e "$out" ]] && args+=(--resume)
+  [[ -n "$shard" ]] && args+=(--shard "$shard")
+  [[ -e "$folder/comparison.json" ]] && args+=(--resume)
   IFS=';' read -ra binds <<<"$bindings"
   for b in "${binds[@]}"; do args+=(--gin-param "$b"); done
-  echo "[$lane] $(date -u +%FT%TZ) structattn ${args[*]}" >>"runs/plan/$name.log"
-  python -m structattn.cli "${args[@]}" >>"runs/plan/$name.log" 2>&1
+  log="runs/plan/$name${shard:+-${shard%/*}}.log"
+  echo "[$lane] $(date -u +%FT%TZ) structattn ${args[*]}" >>"$log"
+  python -m structattn.cli "${args[@]}" >>"$log" 2>&1
   rc=$?
-  if (( rc == 0 )); then touch "$out/.plan_done"; echo "[$lane] $name finished" >&2
-  else echo "[$lane] $name stopped (exit $rc); see runs/plan/$name.log" >&2; exit "$rc"; fi
+  if (( rc == 0 )); then mkdir -p "$folder" && touch "$folder/.plan_done"; echo "[$lane] $label finished" >&2
+  else echo "[$lane] $label stopped (exit $rc); see $log" >&2; exit "$rc"; fi
 done
