@@ -19,7 +19,8 @@ mkdir -p runs/plan
 # item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config)
 # Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting) runs at the shared
 # budget's lr 1e-3, which batch 0's dev picked for full (31.90 vs 31.06 at 2e-3); if dev picks 2e-3 for
-# soft_bias, its shards need that rate before they start (docs/compute_plan.md).
+# soft_bias, bind it before its shards start: compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}
+# in the shard items' bindings (the same binding in every shard of the config, so that they merge).
 items_a=(
   "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
   "a|configs/experiments/multi30k_priors.gin||0/12"

@@ -4,6 +4,7 @@ or in shards (``--shard i/N``, see :mod:`structattn.experiments.shards`) on diff
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -48,20 +49,50 @@ class Comparison:
         settings: attention plans (``"soft_bias(dependency)"``), a list or a ``{label: plan}`` dict.
         seeds: the seeds of every (task, setting) pair.
         setup: what all runs share (sizes, training, structure and vocabulary options).
+        training_by_setting: ``{setting label: {TrainConfig field: value}}``, training options that differ for
+            one setting (e.g. each setting at the learning rate its own tuning picked on dev); every other
+            option is ``setup.training``'s. Part of the fingerprint when not empty.
     """
 
     tasks: Mapping[str, str]
     settings: Mapping[str, str]
     seeds: tuple[int, ...]
     setup: Setup = field(compare=False)
+    training_by_setting: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def declare(cls, tasks: Sequence[str] | Mapping[str, str], settings: Sequence[str] | Mapping[str, str],
-                seeds: Sequence[int], setup: Setup) -> "Comparison":
+                seeds: Sequence[int], setup: Setup,
+                training_by_setting: Mapping[str, Mapping[str, Any]] | None = None) -> "Comparison":
+        """Raises ``ValueError`` naming the culprit: repeated seeds, or a ``training_by_setting`` entry for a label
+        that is not a setting, or with an option TrainConfig does not have or refuses."""
         seeds = tuple(int(s) for s in seeds)
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"compare seeds must be a non-empty list of distinct integers, got {list(seeds)}")
-        return cls(_labelled(tasks, "tasks"), _labelled(settings, "settings"), seeds, setup)
+        comparison = cls(_labelled(tasks, "tasks"), _labelled(settings, "settings"), seeds, setup,
+                         {k: dict(v) for k, v in (training_by_setting or {}).items()})
+        for label in comparison.training_by_setting:
+            if label not in comparison.settings:
+                raise ValueError(f"compare.training_by_setting: {label!r} is not one of the setting labels "
+                                 f"{list(comparison.settings)}")
+            comparison.setup_for(label)  # unknown or refused options fail here, before any training
+        return comparison
+
+    def setup_for(self, setting: str) -> Setup:
+        """The setup of ``setting``'s runs: ``setup`` with its ``training_by_setting`` options applied."""
+        options = self.training_by_setting.get(setting)
+        if not options:
+            return self.setup
+        known = {f.name for f in dataclasses.fields(self.setup.training)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"compare.training_by_setting[{setting!r}]: {unknown} are not training options "
+                             f"(TrainConfig has {sorted(known)})")
+        try:
+            training = dataclasses.replace(self.setup.training, **options)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"compare.training_by_setting[{setting!r}]: {err}") from None
+        return dataclasses.replace(self.setup, training=training)
 
     def runs(self) -> list[RunSpec]:
         """Every run in order (the index is its place in this list, shared by all shards)."""
@@ -102,8 +133,10 @@ class Comparison:
 
     def fingerprint(self) -> str:
         """Hash of everything that defines the runs (shards merge only with equal fingerprints)."""
-        text = json.dumps({"tasks": self.tasks, "settings": self.settings, "seeds": self.seeds,
-                           "setup": self.setup.to_dict()}, sort_keys=True, default=str)
+        fields = {"tasks": self.tasks, "settings": self.settings, "seeds": self.seeds, "setup": self.setup.to_dict()}
+        if self.training_by_setting:  # absent when empty: comparisons declared before it keep their fingerprint
+            fields["training_by_setting"] = self.training_by_setting
+        text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -252,7 +285,7 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
                          f"were trained (sha256 {kept[:16]} then, {data.checksum[:16]} now: another version of the "
                          "corpus or another path to it); run on the same data, or start a fresh --out")
     last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
-    record = execute(spec, job.comparison.setup, data, out_dir=out / "runs" / spec.run_id, context=context,
+    record = execute(spec, job.comparison.setup_for(spec.setting), data, out_dir=out / "runs" / spec.run_id, context=context,
                      quiet=quiet, config=job.config, resume=last if last.is_file() else None)
     record["fingerprint"] = job.fingerprint
     return record
@@ -368,7 +401,7 @@ def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", 
         clear_outputs(out, used, "structattn train")
     last = out / "checkpoints" / "last.pt"
     data = _data_for(spec, comparison, {}, quiet or not context.is_main)
-    record = execute(spec, comparison.setup, data, out_dir=out, context=context, quiet=quiet, config=config,
+    record = execute(spec, comparison.setup_for(spec.setting), data, out_dir=out, context=context, quiet=quiet, config=config,
                      resume=last if mode == "resume" and last.is_file() else None)
     if context.is_main:
         out.mkdir(parents=True, exist_ok=True)

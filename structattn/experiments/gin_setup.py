@@ -123,7 +123,8 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
             dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
             mode: str = "refuse", reference: str | None = None,
-            dask: str | None = None, time_limit: float | str | None = None) -> list[dict[str, Any]] | Comparison:
+            dask: str | None = None, time_limit: float | str | None = None,
+            training_by_setting: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``
     (a shard into ``out_dir/shard-i-of-N/``, see :func:`~structattn.experiments.shards.shard_folder`);
     ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
@@ -133,7 +134,9 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     for ``merge``; ``dask``: run every run as a Dask task on the scheduler at this address, or on a local
     cluster of N worker processes with ``"local:N"`` (``--dask``; see
     :mod:`structattn.experiments.executors`; default: one run after another here); ``time_limit``: stop at a
-    checkpoint after that long (``--time-limit``, see :func:`~structattn.experiments.compare.run_comparison`)."""
+    checkpoint after that long (``--time-limit``, see :func:`~structattn.experiments.compare.run_comparison`);
+    ``training_by_setting``: training options of one setting that differ from ``training.*``
+    (``compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}``: each setting at its own tuned rate)."""
     from structattn.experiments.executors import make_executor, parse_address
     from structattn.experiments.shards import shard_folder
 
@@ -141,7 +144,11 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
         raise ValueError(f"compare.seeds must be a list of integers, got {seeds!r}")
     seeds = [as_int(f"compare.seeds[{k}]", seed) for k, seed in enumerate(seeds)]
-    comparison = Comparison.declare(tasks, settings, seeds, make_setup(probes))
+    if training_by_setting is not None and not (isinstance(training_by_setting, Mapping) and all(
+            isinstance(v, Mapping) for v in training_by_setting.values())):
+        raise ValueError("compare.training_by_setting must be a dict {setting label: {training option: value}}, got "
+                         f"{training_by_setting!r}")
+    comparison = Comparison.declare(tasks, settings, seeds, make_setup(probes), training_by_setting)
     if reference is not None and (not isinstance(reference, str) or reference not in comparison.settings):
         raise ValueError(f"compare.reference must be one of the setting labels {list(comparison.settings)}, "
                          f"got {reference!r}")
