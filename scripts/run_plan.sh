@@ -17,21 +17,20 @@ cd "$(dirname "$0")/.."
 mkdir -p runs/plan
 
 # item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config)
-# Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting) runs at the shared
-# budget's lr 1e-3, which batch 0's dev picked for full (31.90 vs 31.06 at 2e-3); if dev picks 2e-3 for
-# soft_bias, bind it before its shards start: compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}
-# in the shard items' bindings (the same binding in every shard of the config, so that they merge).
+# Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting): each setting at the rate
+# batch 0's dev picked: full at the shared budget's 1e-3 (31.90 vs 31.06), soft_bias at 2e-3 (31.29 vs 31.11).
+# The binding is the same in every shard item, so that the shards merge (one fingerprint).
 items_a=(
   "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
-  "a|configs/experiments/multi30k_priors.gin||0/12"
-  "a|configs/experiments/multi30k_priors.gin||1/12"
-  "a|configs/experiments/multi30k_priors.gin||2/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|0/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|1/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|2/12"
 )
 items_b=(
   "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
-  "a|configs/experiments/multi30k_priors.gin||3/12"
-  "a|configs/experiments/multi30k_priors.gin||4/12"
-  "a|configs/experiments/multi30k_priors.gin||5/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|3/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|4/12"
+  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|5/12"
 )
 declare -n items="items_${lane}" 2>/dev/null || { echo "no lane '$lane' (a or b)" >&2; exit 2; }
 
