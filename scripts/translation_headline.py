@@ -1,24 +1,37 @@
-"""The README's Multi30k headline rows, regenerated from the run records kept under ``results/plan/`` alone.
+"""The README's Multi30k headline rows and docs/comparisons.md's plan tables, regenerated from the run records kept
+under ``results/plan/`` alone.
 
     STRUCTATTN_MULTI30K=/path/to/multi30k python scripts/translation_headline.py            # print the rows
     STRUCTATTN_MULTI30K=/path/to/multi30k python scripts/translation_headline.py --write    # and put them in README.md
+    STRUCTATTN_MULTI30K=/path/to/multi30k python scripts/translation_headline.py --docs     # print the docs block
+    STRUCTATTN_MULTI30K=/path/to/multi30k python scripts/translation_headline.py --docs --write  # write it, and plots
 
 The compute plan (docs/compute_plan.md) keeps every finished run with ``structattn keep`` under
 ``results/plan/<item>/`` (a compare folder, or a folder of ``shard-i-of-N`` ones). This script reads them with
 the same checks as ``structattn merge`` (the references are read again from the corpus, so it needs
-``STRUCTATTN_MULTI30K`` once any run is kept) and prints one markdown row per stage of the plan:
+``STRUCTATTN_MULTI30K`` once any run is kept) and prints one markdown row per claim of the plan:
 
 * the learning-rate tuning (``multi30k_lr_tuning.gin``, items ``tune_lr<rate>``): each setting's best dev BLEU
   at each rate, and the rate dev picks (test picks nothing);
 * comparisons (a)-(c) (``multi30k_priors.gin``, ``multi30k_low_resource.gin``, ``multi30k_parser_noise.gin``,
-  items ``a``, ``b``, ``c``): how many of their runs are kept and, once every run of one is, each setting's
-  pooled BLEU difference to ``full`` with its 95% interval and Holm-corrected p (the paired bootstrap over test
-  sentences clustered across seeds: :mod:`structattn.experiments.significance`) and a verdict: **holds** (a
-  significant gain), **fails** (a significant loss, or an interval that excludes the claimed +0.5), or **this
-  data cannot decide**.
+  items ``a``, ``b``, ``c``): how many of their runs are kept and, for each setting whose every planned seed is
+  kept (and the reference's), its pooled BLEU difference to the reference with its 95% interval and p (the paired
+  bootstrap over test sentences clustered across seeds: :mod:`structattn.experiments.significance`) and Holm's p
+  over the table's planned comparisons. Before every run of a table is kept, the comparisons still missing count
+  as p = 1: Holm's adjusted p only grows with any input p, so this is an upper bound on the final one, and a
+  significant verdict never has to be taken back when the rest arrive;
+* (b)'s interaction: the gain over ``full`` at 3k (and 10k) pairs minus the gain at 29k (from (a)), tested by
+  the same item bootstrap on the difference of the two gains, Holm over those comparisons;
+* (d): the learned bias of (a)'s soft_bias runs, per layer: the bucket where each seed's bias peaks.
+
+Verdicts: **holds** (a significant gain), **fails** (a significant loss, or an interval that excludes the
+claimed +0.5), or **this data cannot decide**.
 
 ``--write`` replaces the rows between ``<!-- multi30k-plan:start -->`` and ``<!-- multi30k-plan:end -->`` in
-README.md; ``tests/test_translation_headline.py`` checks that README.md holds what this script prints.
+README.md; with ``--docs`` it replaces the block between ``<!-- multi30k-plan-tables:start -->`` and
+``<!-- multi30k-plan-tables:end -->`` in docs/comparisons.md (each comparison's tables, learning curves, cost,
+seeds and CPU) and draws the learning-curve plots into ``docs/figures/``. ``tests/test_translation_headline.py``
+checks that README.md and docs/comparisons.md hold what this script prints.
 """
 
 from __future__ import annotations
@@ -26,13 +39,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "plan"
 README = ROOT / "README.md"
+DOCS = ROOT / "docs" / "comparisons.md"
+FIGURES = ROOT / "docs" / "figures"
 START, END = "<!-- multi30k-plan:start -->", "<!-- multi30k-plan:end -->"
+DOCS_START, DOCS_END = "<!-- multi30k-plan-tables:start -->", "<!-- multi30k-plan-tables:end -->"
 TUNING = "configs/experiments/multi30k_lr_tuning.gin"
 #: (label, config, item folder under results/plan/)
 COMPARISONS = [
@@ -41,20 +58,45 @@ COMPARISONS = [
     ("(c) parser noise at 10k pairs", "configs/experiments/multi30k_parser_noise.gin", "c"),
 ]
 CLAIMED = 0.5  # the seeds' smallest claimed gain, in BLEU
+PEAK = "1"  # the bucket where the seeds say the learned bias peaks
 
 
-def planned_runs(config: str) -> int:
-    """Runs of ``config``: tasks x settings x seeds of its ``compare`` bindings."""
+@dataclass(frozen=True)
+class Plan:
+    """What a comparison config will run: its task labels, setting labels, seeds and reference setting."""
+
+    tasks: tuple[str, ...]
+    settings: tuple[str, ...]
+    seeds: tuple[int, ...]
+    reference: str = "full"
+
+    @property
+    def runs(self) -> int:
+        return len(self.tasks) * len(self.settings) * len(self.seeds)
+
+
+def plan_of(config: str) -> Plan:
+    """The ``compare`` bindings of ``config``."""
     import gin
 
     from structattn.experiments import gin_setup
 
     gin_setup.parse(ROOT / config)
-    size = 1
-    for name in ("tasks", "settings", "seeds"):
-        size *= len(gin.query_parameter(f"compare.{name}"))
-    gin.clear_config()
-    return size
+    try:
+        query = gin.query_parameter
+        try:
+            reference = query("compare.reference") or "full"
+        except ValueError:
+            reference = "full"
+        return Plan(tuple(query("compare.tasks")), tuple(query("compare.settings")), tuple(query("compare.seeds")),
+                    reference)
+    finally:
+        gin.clear_config()
+
+
+def planned_runs(config: str) -> int:
+    """Runs of ``config``: tasks x settings x seeds of its ``compare`` bindings."""
+    return plan_of(config).runs
 
 
 def kept_records(item: Path) -> list[dict[str, Any]]:
@@ -67,12 +109,17 @@ def kept_records(item: Path) -> list[dict[str, Any]]:
     return [r for folder in shard_folders(item) for r in load_records(folder)]
 
 
-def tuning_row(results: Path) -> str:
+def tuning_records(results: Path) -> list[tuple[float, dict[str, Any]]]:
+    """``(learning rate, record)`` of every kept tuning run (items ``tune_lr<rate>``)."""
     from structattn.experiments.records import load_records
     from structattn.experiments.shards import shard_folders
 
-    found = [(_lr(folder), r) for item in sorted(results.glob("tune_lr*")) for folder in shard_folders(item)
-             for r in load_records(folder)]
+    return [(_lr(folder), r) for item in sorted(results.glob("tune_lr*")) for folder in shard_folders(item)
+            for r in load_records(folder)]
+
+
+def tuning_row(results: Path) -> str:
+    found = tuning_records(results)
     total = 2 * planned_runs(TUNING)
     cells, picks = [], []
     for setting in dict.fromkeys(r["setting"] for _, r in found):
@@ -96,22 +143,94 @@ def _lr(folder: Path) -> float:
     return float(found[-1])
 
 
-def comparison_row(label: str, config: str, records: list[dict[str, Any]], total: int) -> str:
-    head = f"| {label} (`{Path(config).name}`, 3 seeds, one shared budget) |"
-    if len(records) < total:
-        return f"{head} {len(records)} of {total} runs kept | **this data cannot decide yet** |"
-    from structattn.experiments.results import significance
+def complete_runs(records: list[dict[str, Any]], plan: Plan, task: str) -> dict[str, list[dict[str, Any]]]:
+    """The runs of ``task`` by setting, for the settings whose every planned seed is kept (plan order)."""
+    out = {}
+    for setting in plan.settings:
+        runs = [r for r in records if r["task_label"] == task and r["setting"] == setting]
+        if set(plan.seeds) <= {r["seed"] for r in runs}:
+            out[setting] = sorted((r for r in runs if r["seed"] in plan.seeds), key=lambda r: r["seed"])
+    return out
 
-    cells, verdicts = [], []
-    for task, tested in significance(records).items():
-        for row in tested.pooled():
-            if row.metric != "bleu" or row.result is None:
-                continue
-            r = row.result
-            cells.append(f"{task}: {row.setting} {r.diff:+.2f} BLEU [{r.ci_low:+.2f}, {r.ci_high:+.2f}] p Holm "
-                         f"{row.p_holm:.3f}")
-            verdicts.append(f"{row.setting} ({task}): {verdict(r.diff, r.ci_high, bool(row.significant))}")
-    return f"{head} {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+@dataclass(frozen=True)
+class Tested:
+    """One pooled BLEU comparison of a row. ``p`` is Holm's over the table's planned comparisons (every setting,
+    BLEU and chrF), the ones not yet kept counted as p = 1: Holm's adjusted p only grows with any input p, so this
+    is an upper bound on the final one, and equals it once the table is ``final``."""
+
+    task: str
+    setting: str
+    result: Any  # significance.PairedResult
+    p: float
+    final: bool
+
+    @property
+    def significant(self) -> bool:
+        from structattn.experiments.significance import ALPHA
+
+        return self.p < ALPHA
+
+    def p_words(self) -> str:
+        return f"p Holm {self.p:.3f}" if self.final else f"p Holm <= {self.p:.3f} (the rest counted as p = 1)"
+
+
+def tested_settings(records: list[dict[str, Any]], plan: Plan) -> list[Tested]:
+    """Each setting with every planned seed kept, against the reference (when its seeds are kept too), BLEU."""
+    from structattn.experiments.results import significance
+    from structattn.experiments.significance import TESTED_METRICS, holm
+
+    out = []
+    family = (len(plan.settings) - 1) * len(TESTED_METRICS["bleu"])
+    for task in plan.tasks:
+        runs = complete_runs(records, plan, task)
+        if plan.reference not in runs or len(runs) < 2:
+            continue
+        tests = significance([r for rs in runs.values() for r in rs], plan.reference)[task]
+        if tests.error:
+            raise ValueError(f"task {task!r}: {tests.error}")
+        pooled = [row for row in tests.pooled() if row.result is not None]
+        adjusted = holm([row.result.p for row in pooled] + [1.0] * (family - len(pooled)))
+        final = len(runs) == len(plan.settings)
+        out += [Tested(task, row.setting, row.result, p, final)
+                for row, p in zip(pooled, adjusted) if row.metric == "bleu"]
+    return out
+
+
+def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan: Plan, judge: bool = True) -> str:
+    """A comparison's differences to its reference; with ``judge``, a verdict on the claim of a gain of at least
+    ``CLAIMED`` BLEU for each (else the claim is judged by another row)."""
+    head = f"| {label} (`{Path(config).name}`, {len(plan.seeds)} seeds, one shared budget) |"
+    kept = f"{len(records)} of {plan.runs} runs kept"
+    tested = tested_settings(records, plan)
+    if not tested:
+        return f"{head} {kept} | **this data cannot decide yet** |"
+    cells = [f"{t.task}: {t.setting} {t.result.diff:+.2f} BLEU [{t.result.ci_low:+.2f}, {t.result.ci_high:+.2f}] "
+             f"{t.p_words()}" for t in tested]
+    verdicts = [f"{t.setting} ({t.task}): {verdict(t.result.diff, t.result.ci_high, t.significant)}" for t in tested]
+    if not judge:
+        verdicts = ["judged by the next row"]
+    elif len(records) < plan.runs:
+        verdicts.append("the other settings: not all seeds kept yet")
+    return f"{head} {kept}; {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+
+def learnable_row(records: list[dict[str, Any]], plan: Plan, learnable: str = "soft_bias(dep)",
+                  fixed: str = "fixed_decay(dep)") -> str:
+    """(b)'s second claim: learnable buckets beat a fixed distance decay (``learnable`` against ``fixed``, each
+    task its own family of BLEU and chrF, Holm)."""
+    from dataclasses import replace
+
+    head = f"| (b) learnable buckets vs a fixed decay ({learnable} minus {fixed}, 3k and 10k pairs) |"
+    tested = tested_settings(records, replace(plan, settings=(fixed, learnable), reference=fixed))
+    if not tested:
+        return f"{head} not every seed of both kept yet | **this data cannot decide yet** |"
+    cells = [f"{t.task}: {t.result.diff:+.2f} BLEU [{t.result.ci_low:+.2f}, {t.result.ci_high:+.2f}] {t.p_words()}"
+             for t in tested]
+    words = [f"{t.task}: " + ("**holds** (significant gain)" if t.significant and t.result.diff > 0 else
+                              "**fails** (significant loss)" if t.significant else "**this data cannot decide**")
+             for t in tested]
+    return f"{head} {'; '.join(cells)} | {'; '.join(words)} |"
 
 
 def verdict(diff: float, ci_high: float, significant: bool) -> str:
@@ -123,37 +242,255 @@ def verdict(diff: float, ci_high: float, significant: bool) -> str:
     return "**this data cannot decide**"
 
 
-HEADER = ["| Multi30k En->De, the compute plan's stages | result (kept runs only; pooled over seeds, Holm-corrected) "
+@dataclass(frozen=True)
+class Interaction:
+    """A setting's gain over the reference in task ``small`` minus its gain in task ``large``
+    (``significance.compare_gains``)."""
+
+    setting: str
+    small: str
+    large: str
+    result: Any
+    p_holm: float
+    seeds: tuple[list[int], list[int]]
+
+
+def interactions(small: list[dict[str, Any]], small_plan: Plan, large: list[dict[str, Any]], large_plan: Plan,
+                 settings: list[str], small_tasks: tuple[str, ...] | None = None,
+                 large_tasks: tuple[str, ...] | None = None) -> tuple[list[Interaction], int]:
+    """Each of ``settings`` against ``small_plan``'s reference: its gain in each task of ``small_tasks`` (default:
+    all of ``small_plan``'s) minus its gain in each of ``large_tasks``, once every planned seed of the setting and
+    the reference is kept in both; Holm over the planned comparisons, those not yet testable counted as p = 1 (an
+    upper bound on the final Holm p). Returns the tested ones and how many are planned."""
+    from structattn.experiments.significance import compare_gains, holm
+
+    ref = small_plan.reference
+    planned = [(s, a, b) for s in settings for a in (small_tasks or small_plan.tasks)
+               for b in (large_tasks or large_plan.tasks)]
+    done = []
+    for setting, a, b in planned:
+        runs_a, runs_b = complete_runs(small, small_plan, a), complete_runs(large, large_plan, b)
+        if {ref, setting} <= set(runs_a) and {ref, setting} <= set(runs_b):
+            result, seeds_a, seeds_b = compare_gains(runs_a[ref], runs_a[setting], runs_b[ref], runs_b[setting])
+            done.append((setting, a, b, result, (seeds_a, seeds_b)))
+    adjusted = holm([d[3].p for d in done] + [1.0] * (len(planned) - len(done)))
+    return [Interaction(s, a, b, r, p, seeds) for (s, a, b, r, seeds), p in zip(done, adjusted)], len(planned)
+
+
+def interaction_row(head: str, tested: list[Interaction], planned: int, larger: str, smaller: str) -> str:
+    """A row of gain differences: **holds** where the difference is significantly positive (``larger``: the
+    claim's direction), **fails** where significantly negative (``smaller``)."""
+    from structattn.experiments.significance import ALPHA
+
+    if not tested:
+        return f"{head} 0 of {planned} testable yet (every seed of both settings in both tasks) | " \
+               "**this data cannot decide yet** |"
+    cells = [f"{t.setting} {t.small} minus {t.large}: {t.result.diff:+.2f} BLEU [{t.result.ci_low:+.2f}, "
+             f"{t.result.ci_high:+.2f}] p Holm {t.p_holm:.3f}" for t in tested]
+    verdicts = []
+    for t in tested:
+        if t.p_holm >= ALPHA:
+            word = "**this data cannot decide**"
+        else:
+            word = f"**holds** ({larger})" if t.result.diff > 0 else f"**fails** ({smaller})"
+        verdicts.append(f"{t.setting} ({t.small}): {word}")
+    return f"{head} {len(tested)} of {planned} tested; {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+
+def low_resource_interactions(kept: dict[str, list], plans: dict[str, Plan]) -> tuple[list[Interaction], int]:
+    """(b): each setting of the low-resource config that (a) runs too, gain at 3k / 10k minus gain at 29k."""
+    shared = [s for s in plans["b"].settings if s != plans["b"].reference and s in plans["a"].settings]
+    return interactions(kept["b"], plans["b"], kept["a"], plans["a"], shared)
+
+
+def noise_interactions(kept: dict[str, list], plans: dict[str, Plan]) -> tuple[list[Interaction], int]:
+    """(c): hard_mask's difference to soft_bias on corrupted trees minus on spaCy's own trees."""
+    plan = plans["c"]
+    clean, noisy = plan.tasks[0], plan.tasks[1:]
+    others = [s for s in plan.settings if s != plan.reference]
+    return interactions(kept["c"], plan, kept["c"], plan, others, noisy, (clean,))
+
+
+def peak_row(records: list[dict[str, Any]], plan: Plan, setting: str = "soft_bias(dep)") -> str:
+    from structattn.experiments.bias_table import bias_peaks
+
+    head = f"| (d) the learned bias peaks at distance 1 ({setting} of (a), per layer, {len(plan.seeds)} seeds) |"
+    runs = [r for task in plan.tasks for r in complete_runs(records, plan, task).get(setting, [])]
+    if not runs:
+        kept = sum(r["setting"] == setting for r in records)
+        return f"{head} {kept} of {len(plan.seeds) * len(plan.tasks)} runs kept | **this data cannot decide yet** |"
+    rows = bias_peaks(runs)
+    cells = [f"layer {r['layer']}: d={PEAK} in {sum(p == PEAK for p in r['peaks'])} of {len(r['peaks'])} seeds"
+             + ("" if all(p == PEAK for p in r["peaks"]) else f" ({', '.join(f'd={p}' for p in r['peaks'])})")
+             for r in rows]
+    every = sum(all(p == PEAK for p in r["peaks"]) for r in rows)
+    if every == len(rows):
+        word = "**holds** in every layer and seed"
+    elif not any(PEAK in r["peaks"] for r in rows):
+        word = "**fails**: no seed peaks at d=1 in any layer"
+    else:
+        word = f"**holds in {every} of {len(rows)} layers** (every seed agreeing)"
+    return f"{head} {'; '.join(cells)} | {word} |"
+
+
+HEADER = ["| Multi30k En->De, the compute plan's claims | result (kept runs only; pooled over seeds) "
           "| verdict |", "|---|---|---|"]
 
 
 def rows(results: Path = RESULTS) -> list[str]:
-    """The header and one row per stage of the plan, from the records kept under ``results``."""
+    """The header and one row per claim of the plan, from the records kept under ``results``."""
     out = [*HEADER, tuning_row(results)]
+    kept = {item: kept_records(results / item) for _, _, item in COMPARISONS}
+    plans = {item: plan_of(config) for _, config, item in COMPARISONS}
     for label, config, item in COMPARISONS:
-        out.append(comparison_row(label, config, kept_records(results / item), planned_runs(config)))
+        out.append(comparison_row(label, config, kept[item], plans[item], judge=item != "c"))
+        if item == "b":
+            out.append(learnable_row(kept["b"], plans["b"]))
+            out.append(interaction_row("| (b) does the gain grow as data shrinks? (gain over full at 3k / 10k minus "
+                                       "gain at 29k, from (a)) |", *low_resource_interactions(kept, plans),
+                                       "the gain is larger", "the gain is smaller"))
+        if item == "c":
+            out.append(interaction_row("| (c) does the hard mask lose more than the soft bias on wrong trees? "
+                                       "(hard_mask minus soft_bias on 20%-corrupted trees, minus the same on spaCy's) |",
+                                       *noise_interactions(kept, plans), "the hard mask loses less",
+                                       "the hard mask loses more: the soft bias degrades more gracefully"))
+    out.append(peak_row(kept["a"], plans["a"]))
     return out
+
+
+# ---------------------------------------------------------------- docs/comparisons.md's block
+
+
+def _cost_line(records: list[dict[str, Any]]) -> str:
+    """Seeds, precision, CPU, threads and the summed run time of the kept runs."""
+    seeds = sorted({r["seed"] for r in records})
+    cpus = sorted({str(r.get("provenance", {}).get("cpu", "unknown CPU")) for r in records})
+    threads = sorted({str(r.get("provenance", {}).get("torch_threads", "?")) for r in records})
+    precisions = sorted({str(r.get("precision", "fp32")) for r in records})
+    hours = sum(float(r.get("time_s", 0.0)) for r in records) / 3600
+    steps = ", ".join(f"{r['setting']} s{r['seed']}: {r['steps']}" + ("" if r.get("stopped_early") else " (cap)")
+                      for r in records)
+    return (f"{len(records)} runs kept, seeds {', '.join(map(str, seeds))}; {'/'.join(precisions)} on "
+            f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {hours:.1f} h of run time in all. Steps "
+            f"trained (dev BLEU chose each checkpoint; cap: still improving at the step cap): {steps}.")
+
+
+def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:
+    """The markdown between the docs markers; with ``figures``, the learning-curve plots are drawn there."""
+    from structattn.experiments.bias_table import bias_markdown, peak_markdown
+    from structattn.experiments.results import markdown_text
+
+    kept = {item: kept_records(results / item) for _, _, item in COMPARISONS}
+    plans = {item: plan_of(config) for _, config, item in COMPARISONS}
+    lines = ["Generated by `python scripts/translation_headline.py --docs --write` from the records kept under "
+             "`results/plan/`; the verdicts are in the README's table.", ""]
+    lines += tuning_docs(results, figures)
+    for label, config, item in COMPARISONS:
+        records = kept[item]
+        lines += [f"#### {label} (`{Path(config).name}`)", ""]
+        if not records:
+            lines += [f"No run kept yet (0 of {plans[item].runs}).", ""]
+            continue
+        lines += [_cost_line(records), ""]
+        text = markdown_text(records, reference=plans[item].reference)
+        lines += [re.sub(r"^### ", "##### ", line) for line in text.splitlines()] + [""]
+        name = f"multi30k_plan_{item}_curves.png"
+        if figures is not None:
+            from structattn.experiments.plots import plot_learning_curves
+
+            plot_learning_curves(records, figures / name)
+        lines += [f"![Learning curves of {label}: dev BLEU and train loss per step](figures/{name})", ""]
+        if item == "a":
+            soft = [r for r in records if r.get("bias")]
+            if soft:
+                lines += ["The learned bias per distance bucket per layer (mean ± std over seeds; bold: the "
+                          "largest), then each seed's peak bucket:", "", bias_markdown(soft), peak_markdown(soft)]
+        if item in ("b", "c"):
+            tested, planned = (low_resource_interactions if item == "b" else noise_interactions)(kept, plans)
+            what = ("the gain over full at the smaller size minus the gain at 29k" if item == "b" else
+                    "hard_mask's difference to soft_bias on corrupted trees minus the same on spaCy's trees")
+            if tested:
+                lines += [f"{what[0].upper()}{what[1:]} ({len(tested)} of {planned} planned; item bootstrap over the "
+                          "test sentences, every seed of all four settings resampled together; Holm over the "
+                          "planned ones):", "",
+                          "| setting | tasks | gain difference, BLEU [95% CI] | gain in the second | p | p Holm |",
+                          "|---|---|---:|---:|---:|---:|"]
+                lines += [f"| {t.setting} | {t.small} minus {t.large} | {t.result.diff:+.2f} [{t.result.ci_low:+.2f}, "
+                          f"{t.result.ci_high:+.2f}] | {t.result.reference_score:+.2f} | {t.result.p:.3f} | "
+                          f"{t.p_holm:.3f} |" for t in tested]
+                lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def tuning_docs(results: Path, figures: Path | None) -> list[str]:
+    """The tuning's section: each run's dev curve, best dev BLEU and test scores, and the rate dev picks."""
+    found = tuning_records(results)
+    lines = [f"#### learning-rate tuning (`{Path(TUNING).name}`)", ""]
+    if not found:
+        return lines + ["No run kept yet.", ""]
+    picks = {}
+    for setting in dict.fromkeys(r["setting"] for _, r in found):
+        runs = [(lr, r) for lr, r in found if r["setting"] == setting]
+        picks[setting] = max(runs, key=lambda x: x[1]["metrics"]["dev_bleu"])[0] if len(runs) > 1 else None
+    lines += [_cost_line([r for _, r in found]), "",
+              "| setting | lr | dev BLEU at each check (step: BLEU) | best dev BLEU | test BLEU | test chrF | dev picks |",
+              "|---|---:|---|---:|---:|---:|---|"]
+    for lr, r in sorted(found, key=lambda x: (x[1]["setting"], x[0])):
+        curve = ", ".join(f"{h['step']}: {h['dev_score']:.2f}" for h in r["history"] if "dev_score" in h)
+        m = r["metrics"]
+        picked = "yes" if picks[r["setting"]] == lr else "–" if picks[r["setting"]] is None else ""
+        lines.append(f"| {r['setting']} | {lr:g} | {curve} | {m['dev_bleu']:.2f} | {m['bleu']:.2f} | {m['chrf']:.2f} "
+                     f"| {picked} |")
+    lines += ["", "Test scores are shown for information only: dev alone picks the rate.", ""]
+    name = "multi30k_plan_tuning_curves.png"
+    if figures is not None:
+        from structattn.experiments.plots import plot_learning_curves
+
+        plot_learning_curves([{**r, "setting": f"{r['setting']} lr {lr:g}"} for lr, r in found], figures / name)
+    return lines + [f"![Learning curves of the learning-rate tuning: dev BLEU and train loss per step](figures/{name})",
+                    ""]
+
+
+def _between(text: str, start: str, end: str, what: str) -> str:
+    if start not in text or end not in text:
+        raise ValueError(f"{what} has no {start} ... {end} block")
+    return text.split(start, 1)[1].split(end, 1)[0]
 
 
 def readme_rows(text: str) -> list[str]:
     """The rows between the markers of README.md's text."""
-    if START not in text or END not in text:
-        raise ValueError(f"README.md has no {START} ... {END} block")
-    return [line for line in text.split(START, 1)[1].split(END, 1)[0].splitlines() if line.strip()]
+    return [line for line in _between(text, START, END, "README.md").splitlines() if line.strip()]
+
+
+def docs_text(text: str) -> str:
+    """The block between the markers of docs/comparisons.md's text."""
+    return _between(text, DOCS_START, DOCS_END, "docs/comparisons.md").strip("\n") + "\n"
+
+
+def _replace(path: Path, start: str, end: str, body: str) -> None:
+    text = path.read_text()
+    _between(text, start, end, path.name)  # the markers are there
+    before, rest = text.split(start, 1)
+    path.write_text(before + start + "\n" + body.rstrip("\n") + "\n" + end + rest.split(end, 1)[1])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the folder of kept plan items")
-    parser.add_argument("--write", action="store_true", help="replace the rows between the markers in README.md")
+    parser.add_argument("--docs", action="store_true", help="the docs/comparisons.md block instead of the README rows")
+    parser.add_argument("--write", action="store_true", help="replace the block between the markers in the file "
+                        "(and, with --docs, draw the learning curves into docs/figures/)")
     args = parser.parse_args()
+    if args.docs:
+        body = docs_block(args.results, FIGURES if args.write else None)
+        print(body, end="")
+        if args.write:
+            _replace(DOCS, DOCS_START, DOCS_END, body)
+        return 0
     printed = rows(args.results)
     print("\n".join(printed))
     if args.write:
-        text = README.read_text()
-        readme_rows(text)  # the markers are there
-        before, rest = text.split(START, 1)
-        README.write_text(before + START + "\n" + "\n".join(printed) + "\n" + END + rest.split(END, 1)[1])
+        _replace(README, START, END, "\n".join(printed))
     return 0
 
 

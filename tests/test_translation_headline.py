@@ -8,6 +8,7 @@ import csv
 import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "kept_records" / "folder"
 CORPUS = ROOT / "tests" / "fixtures" / "multi30k_small"
 spec = importlib.util.spec_from_file_location("translation_headline", ROOT / "scripts" / "translation_headline.py")
 headline = importlib.util.module_from_spec(spec)
+sys.modules["translation_headline"] = headline  # dataclasses look their module up
 spec.loader.exec_module(headline)
 
 KEPT = sorted(p for p in headline.RESULTS.rglob("runs/*.json")) if headline.RESULTS.exists() else []
@@ -31,6 +33,13 @@ KEPT = sorted(p for p in headline.RESULTS.rglob("runs/*.json")) if headline.RESU
                            "(STRUCTATTN_MULTI30K is not set)")
 def test_the_readme_rows_are_what_the_script_prints():
     assert headline.readme_rows((ROOT / "README.md").read_text()) == headline.rows()
+
+
+@pytest.mark.skipif(bool(KEPT) and not os.environ.get("STRUCTATTN_MULTI30K"),
+                    reason="records are kept under results/plan/, and reading them needs the Multi30k corpus "
+                           "(STRUCTATTN_MULTI30K is not set)")
+def test_the_docs_tables_are_what_the_script_prints():
+    assert headline.docs_text((ROOT / "docs" / "comparisons.md").read_text()) == headline.docs_block()
 
 
 def test_planned_runs_count_the_configs():
@@ -62,17 +71,107 @@ def test_fixture_tables_agree_with_sacrebleus_paired_test(corpus, tmp_path, monk
         assert float(row["p"]) == pytest.approx(theirs_new.p_value, abs=1e-6)
 
 
+FIXTURE_PLAN = headline.Plan(("m30k",), ("full", "soft_bias(dep)"), (0, 1), "full")
+
+
 def test_a_finished_comparison_row_gives_each_settings_pooled_difference_and_verdict(corpus):
     from structattn.experiments.results import significance
 
     records = load_records(FIXTURE)
-    row = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records, 4)
+    row = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records, FIXTURE_PLAN)
     pooled = next(r for r in significance(records)["m30k"].pooled() if r.metric == "bleu")
     assert f"m30k: soft_bias(dep) {pooled.result.diff:+.2f} BLEU [{pooled.result.ci_low:+.2f}, " in row
-    assert f"p Holm {pooled.p_holm:.3f}" in row
+    assert f"p Holm {pooled.p_holm:.3f}" in row and "(the rest counted as p = 1)" not in row
     assert pooled.result.diff > 0 and pooled.significant and "**holds** (significant gain)" in row
-    unfinished = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records[:3], 4)
+    unfinished = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records[:3],
+                                         FIXTURE_PLAN)
     assert unfinished.endswith("| 3 of 4 runs kept | **this data cannot decide yet** |")
+
+
+def test_a_setting_is_judged_once_its_seeds_are_kept_with_holm_counting_the_missing_ones_as_p_one(corpus):
+    """A third planned setting with no runs: soft_bias is tested already, its p Holm bounded from above by
+    counting the missing comparisons (hard_mask's BLEU and chrF) as p = 1."""
+    from structattn.experiments.results import significance
+    from structattn.experiments.significance import holm
+
+    records = load_records(FIXTURE)
+    plan = headline.Plan(("m30k",), ("full", "soft_bias(dep)", "hard_mask(dep)"), (0, 1), "full")
+    row = headline.comparison_row("(x) fixture", "x.gin", records, plan)
+    pooled = [r for r in significance(records)["m30k"].pooled() if r.result is not None]
+    bound = holm([r.result.p for r in pooled] + [1.0, 1.0])[[r.metric for r in pooled].index("bleu")]
+    assert "4 of 6 runs kept; m30k: soft_bias(dep)" in row
+    assert f"p Holm <= {bound:.3f} (the rest counted as p = 1)" in row
+    assert bound >= next(r.p_holm for r in pooled if r.metric == "bleu")
+    assert row.endswith("the other settings: not all seeds kept yet |")
+    plan3 = headline.Plan(("m30k",), ("full", "soft_bias(dep)"), (0, 1, 2), "full")  # seed 2 not kept: untested
+    assert headline.comparison_row("(x)", "x.gin", records, plan3).endswith(
+        "| 4 of 6 runs kept | **this data cannot decide yet** |")
+    judged_elsewhere = headline.comparison_row("(x)", "x.gin", records, FIXTURE_PLAN, judge=False)
+    assert judged_elsewhere.endswith("| judged by the next row |")
+
+
+def test_learnable_row_tests_soft_bias_against_fixed_decay_directly(corpus):
+    """The fixture's full runs stand for fixed_decay: the row is soft_bias's pooled difference to them."""
+    from structattn.experiments.results import significance
+
+    records = [{**r, "setting": "fixed_decay(dep)"} if r["setting"] == "full" else r for r in load_records(FIXTURE)]
+    plan = headline.Plan(("m30k",), ("full", "soft_bias(dep)", "fixed_decay(dep)"), (0, 1), "full")
+    pooled = {r.metric: r for r in significance(records, "fixed_decay(dep)")["m30k"].pooled()}
+    row = headline.learnable_row(records, plan)
+    bleu = pooled["bleu"]
+    assert f"m30k: {bleu.result.diff:+.2f} BLEU [{bleu.result.ci_low:+.2f}, {bleu.result.ci_high:+.2f}] " \
+           f"p Holm {bleu.p_holm:.3f}" in row
+    assert row.endswith("| m30k: **holds** (significant gain) |" if bleu.significant else "**this data cannot decide** |")
+    assert headline.learnable_row(records[:3], plan).endswith("| **this data cannot decide yet** |")
+
+
+def _relabelled(records, task, swap=False):
+    """The records as runs of ``task``; with ``swap``, full's and soft_bias's predictions exchanged."""
+    by = {(r["setting"], r["seed"]): r for r in records}
+    other = {"full": "soft_bias(dep)", "soft_bias(dep)": "full"}
+    return [{**r, "task_label": task,
+             "predictions": by[other[r["setting"]], r["seed"]]["predictions"] if swap else r["predictions"]}
+            for r in records]
+
+
+def test_interaction_rows_test_the_gain_difference_between_tasks(corpus):
+    """Task "small" is the fixture with the settings' outputs exchanged: its gain is minus the large task's, so
+    the interaction is -2 x the pooled gain, and the claim that the gain grows fails."""
+    from structattn.experiments.results import significance
+
+    records = load_records(FIXTURE)
+    gain = next(r for r in significance(records)["m30k"].pooled() if r.metric == "bleu").result.diff
+    small_plan = headline.Plan(("small",), ("full", "soft_bias(dep)"), (0, 1), "full")
+    tested, planned = headline.interactions(_relabelled(records, "small", swap=True), small_plan, records, FIXTURE_PLAN,
+                                            ["soft_bias(dep)"])
+    (t,) = tested
+    assert planned == 1 and t.result.diff == pytest.approx(-2 * gain) and t.result.reference_score == pytest.approx(gain)
+    assert t.p_holm == t.result.p and t.seeds == ([0, 1], [0, 1])
+    row = headline.interaction_row("| (x) |", tested, planned, "larger", "smaller")
+    assert f"soft_bias(dep) small minus m30k: {-2 * gain:+.2f} BLEU" in row
+    assert row.endswith("| soft_bias(dep) (small): **fails** (smaller) |" if t.p_holm < 0.05 else
+                        "| soft_bias(dep) (small): **this data cannot decide** |")
+    same, _ = headline.interactions(_relabelled(records, "small"), small_plan, records, FIXTURE_PLAN,
+                                    ["soft_bias(dep)"])
+    assert same[0].result.diff == 0 and same[0].p_holm == 1.0
+    two_tasks = headline.Plan(("small", "medium"), ("full", "soft_bias(dep)"), (0, 1), "full")
+    tested, planned = headline.interactions(_relabelled(records, "small", swap=True), two_tasks, records,
+                                            FIXTURE_PLAN, ["soft_bias(dep)"])
+    assert planned == 2 and len(tested) == 1 and tested[0].p_holm == min(1.0, 2 * tested[0].result.p)
+    assert headline.interaction_row("| (x) |", [], 2, "l", "s") == \
+        "| (x) | 0 of 2 testable yet (every seed of both settings in both tasks) | **this data cannot decide yet** |"
+
+
+def test_peak_row_counts_seeds_peaking_at_distance_one_per_layer(corpus):
+    labels = ["0", "1", "2", "unreachable"]
+    records = [{**r, "bias": [{"layer": 0, "group": "g", "labels": labels, "values": [[0.0, 1.0, 0.2, 0.0]]},
+                              {"layer": 1, "group": "g", "labels": labels,
+                               "values": [[0.0, 1.0 if r["seed"] else -1.0, 0.2, 0.0]]}]}
+               for r in load_records(FIXTURE) if r["setting"] == "soft_bias(dep)"]
+    row = headline.peak_row(records, FIXTURE_PLAN)
+    assert "layer 0: d=1 in 2 of 2 seeds; layer 1: d=1 in 1 of 2 seeds (d=2, d=1)" in row
+    assert row.endswith("| **holds in 1 of 2 layers** (every seed agreeing) |")
+    assert headline.peak_row(records[:1], FIXTURE_PLAN).endswith("| 1 of 2 runs kept | **this data cannot decide yet** |")
 
 
 def test_tuning_row_picks_each_settings_rate_on_dev(corpus, tmp_path):

@@ -55,3 +55,43 @@ def bias_markdown(records: Sequence[dict[str, Any]], skip: Sequence[str] = ("unr
             lines.append(f"| {r['task']} | {r['setting']} | {r['layer']} | " + " | ".join(cells) + f" | {r['runs']} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def bias_peaks(records: Sequence[dict[str, Any]], skip: Sequence[str] = ("unreachable",)) -> list[dict[str, Any]]:
+    """Each run's peak bucket: ``{"task", "setting", "layer", "group", "seeds", "peaks"}`` per (task, setting,
+    layer, group) with a learned ``bias`` table, ``peaks[i]`` the label of the bucket where seed ``seeds[i]``'s
+    head-averaged bias is largest (buckets named in ``skip`` left out; the first of equal largest values)."""
+    found: dict[tuple, list[tuple[int, str]]] = defaultdict(list)
+    for r in records:
+        for table in r.get("bias", []):
+            if table.get("name", "bias") != "bias":
+                continue
+            labels = table["labels"]
+            keep = [k for k, name in enumerate(labels) if name not in skip]
+            if not keep:
+                raise ValueError(f"run {r.get('run_id')!r}, layer {table['layer']}: every bucket is skipped")
+            mean = [statistics.fmean(h[k] for h in table["values"]) for k in range(len(labels))]
+            found[(r["task_label"], r["setting"], table["layer"], table["group"])].append(
+                (r["seed"], labels[max(keep, key=lambda k: mean[k])]))
+    return [{"task": key[0], "setting": key[1], "layer": key[2], "group": key[3],
+             "seeds": [s for s, _ in sorted(runs)], "peaks": [p for _, p in sorted(runs)]}
+            for key, runs in found.items()]
+
+
+def peak_markdown(records: Sequence[dict[str, Any]], expected: str = "1",
+                  skip: Sequence[str] = ("unreachable",)) -> str:
+    """A table of :func:`bias_peaks`: per layer, the peak bucket of each seed and how many seeds peak at
+    ``expected`` (the seeds' claim: the learned bias is largest at distance 1), then one line that counts the
+    layers where every seed agrees."""
+    rows = bias_peaks(records, skip)
+    if not rows:
+        return "No run learned a bias table.\n"
+    lines = [f"| task | setting | layer | peak bucket per seed | seeds peaking at d={expected} |",
+             "|---|---|---:|---|---:|"]
+    for r in rows:
+        per_seed = ", ".join(f"s{s}: d={p}" for s, p in zip(r["seeds"], r["peaks"]))
+        agree = sum(p == expected for p in r["peaks"])
+        lines.append(f"| {r['task']} | {r['setting']} | {r['layer']} | {per_seed} | {agree} of {len(r['peaks'])} |")
+    every = sum(all(p == expected for p in r["peaks"]) for r in rows)
+    lines += ["", f"d={expected} is the peak in every seed in {every} of {len(rows)} layers.", ""]
+    return "\n".join(lines)

@@ -19,16 +19,25 @@ from structattn.experiments.results import group_runs, mean_std, slug, table_met
 Record = dict[str, Any]
 
 
+def _dev_key(runs: Sequence[Record]) -> str:
+    """The dev curve to draw: the dev BLEU of translation runs (``dev_score``, when every check has it), else the
+    dev accuracy."""
+    has_score = all("dev_score" in h for r in runs for h in r["history"])
+    return "dev_score" if has_score and runs[0].get("metric") == "bleu" else "dev_accuracy"
+
+
 def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
     """Dev score and train loss against steps: one column per task, one colour per setting (thin: seeds,
-    thick: mean over seeds at the steps all seeds reached)."""
+    thick: mean over seeds at the steps all seeds reached). Translation runs show dev BLEU, the others dev
+    accuracy."""
     tasks = group_runs(records)
     fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False, sharex="col")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for col, (task, settings) in enumerate(tasks.items()):
         for k, (setting, runs) in enumerate(settings.items()):
             colour = colours[k % len(colours)]
-            for row, key in enumerate(("dev_accuracy", "train_loss")):
+            dev = _dev_key(runs)
+            for row, key in enumerate((dev, "train_loss")):
                 ax = axes[row, col]
                 for r in runs:
                     ax.plot([h["step"] for h in r["history"]], [h[key] for h in r["history"]], color=colour, alpha=0.3, lw=1)
@@ -36,7 +45,8 @@ def plot_learning_curves(records: Sequence[Record], path: Path) -> Path:
                 mean = [np.mean([h[key] for r in runs for h in r["history"] if h["step"] == s]) for s in common]
                 ax.plot(common, mean, color=colour, lw=2, label=setting if row == 0 else None)
         axes[0, col].set_title(task)
-        axes[0, col].set_ylabel(f"dev {runs[0].get('metric', 'accuracy')}")
+        axes[0, col].set_ylabel("dev BLEU (greedy)" if _dev_key(runs) == "dev_score" else
+                                f"dev {runs[0].get('metric', 'accuracy')}")
         axes[1, col].set_ylabel("train loss")
         axes[1, col].set_xlabel("step")
         axes[0, col].legend(fontsize=8)

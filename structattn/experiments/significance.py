@@ -20,6 +20,8 @@ chrF from summed sufficient statistics), never a mean of per-item scores.
   statistics); approximate randomisation swaps whole items (all seeds at once) between the systems. sacrebleu's
   ``PairedTest`` cannot cluster, so pooled BLEU/chrF rows use ``cluster_corpus_test``, which draws the same
   indices and uses the same p-value definitions as ``PairedTest`` (with one seed it gives its p-value exactly).
+* A gain that differs between two tasks on one test set (e.g. 3k vs 29k training pairs):
+  ``cluster_interaction_test``, the same item bootstrap on the difference of the two gains.
 * Across a table's comparisons: ``holm`` (Holm-Bonferroni step-down).
 * ``minimum_detectable_effect``: the smallest difference a test set can detect (normal approximation).
 
@@ -497,6 +499,75 @@ def compare_pooled(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs
     raise ValueError(f"no significance test for metric {kind!r}; tested: {sorted(TESTED_METRICS)}")
 
 
+def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs], ref_b: Sequence[Outputs],
+                             sys_b: Sequence[Outputs], metric: str = "bleu", resamples: int = RESAMPLES,
+                             seed: int = SEED) -> PairedResult:
+    """Whether a system's gain over its reference differs between two tasks scored on the same test items.
+
+    The statistic is the difference in differences ``delta = [M(sys_a) - M(ref_a)] - [M(sys_b) - M(ref_b)]``, each
+    ``M`` the corpus score of a setting's paired seeds pooled as in ``cluster_corpus_test`` (e.g. task ``a``:
+    3k training pairs, task ``b``: 29k, both tested on test_2016: "does the gain grow as data shrinks?"). The
+    unit is again the test item: resample ``b`` draws the items ``I_b`` once (``_bootstrap_indices``, as
+    ``cluster_corpus_test``) and scores all four systems on them, so an item's difficulty, shared by all four,
+    cancels. ``delta*_b`` gives the 95% percentile interval and sacrebleu's two-sided bootstrap p-value, ``(1 +
+    #{b: |delta*_b| - mean_b |delta*_b| > |delta|}) / (B + 1)``, the definition every other BLEU row uses.
+
+    Args:
+        ref_a, sys_a: per-item outputs (``ids``, ``hyp``, ``ref``) of task ``a``'s paired runs (seed ``s`` of the
+            system at position ``s`` of both lists); ``ref_b``, ``sys_b`` the same for task ``b``. Every run
+            lists the same items in the same order with the same references.
+        metric: ``"bleu"`` or ``"chrf"``.
+
+    Returns:
+        ``diff``: ``delta``; ``reference_score``: task ``b``'s gain ``M(sys_b) - M(ref_b)``; ``reference_se``: the
+        standard deviation of the resampled gain of task ``b``; ``n_items``: test items; ``method``
+        ``cluster_interaction_bs``.
+
+    Raises:
+        PairingError: a group without runs, tasks with different numbers of paired runs within one task, or runs
+            that list other items or references than the first run of ``ref_a`` (named by group and position).
+    """
+    groups = {"reference of task a": ref_a, "system of task a": sys_a, "reference of task b": ref_b,
+              "system of task b": sys_b}
+    for name, outs in groups.items():
+        if not outs:
+            raise PairingError(f"the {name} has no runs: the interaction needs paired runs of all four")
+    for task, (ref, sys) in {"a": (ref_a, sys_a), "b": (ref_b, sys_b)}.items():
+        if len(ref) != len(sys):
+            raise PairingError(f"task {task}: {len(ref)} reference runs and {len(sys)} system runs; pair them by seed")
+    first = ref_a[0]
+    for name, outs in groups.items():
+        for s, o in enumerate(outs):
+            if len(o["hyp"]) != len(o["ids"]) or len(o["ref"]) != len(o["ids"]):
+                raise PairingError(f"the {name}, run {s}: {len(o['hyp'])} hypotheses and {len(o['ref'])} references "
+                                   f"for {len(o['ids'])} items")
+            for field in ("ids", "ref"):
+                if list(o[field]) != list(first[field]):
+                    k = next((k for k, (x, y) in enumerate(zip(o[field], first[field])) if x != y),
+                             min(len(o[field]), len(first[field])))
+                    raise PairingError(f"the {name}, run {s}: {field} differ from the first reference run's at item "
+                                       f"{k}; the interaction needs one test set for both tasks")
+    m = len(first["ids"])
+    if not m:
+        raise PairingError("no test items to compare")
+    # per group: the item statistics summed over its seeds, int64 (m, k)
+    stats = [np.sum([corpus_statistics(o["hyp"], o["ref"], metric) for o in outs], axis=0) for outs in groups.values()]
+    score = corpus_metric(metric)._compute_score_from_stats
+    ra, sa, rb, sb = (float(score(x.sum(0)).score) for x in stats)
+    observed = (sa - ra) - (sb - rb)
+    as32 = [x.astype("float32") for x in stats]
+    boot = np.array([[score(x[row].sum(0)).score for x in as32]
+                     for idx in _bootstrap_indices(m, resamples, seed) for row in idx])  # (B, 4)
+    gain_b = boot[:, 3] - boot[:, 2]
+    differences = (boot[:, 1] - boot[:, 0]) - gain_b
+    magnitude = np.abs(differences)
+    p = _corpus_p_value(magnitude - magnitude.mean(), abs(observed))
+    if observed == 0 and not np.any(differences):
+        p = 1.0  # the same gain on every resample
+    return PairedResult(observed, *percentile_interval(differences), p, m, "cluster_interaction_bs", sb - rb,
+                        float(np.std(gain_b, ddof=1)) if resamples > 1 else 0.0)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni step-down adjusted p-values (Holm 1979), in the input order.
 
@@ -693,3 +764,39 @@ def compare_task(task: str, settings: dict[str, list[dict[str, Any]]], reference
     rows = [row for setting, runs in settings.items() if setting != reference
             for row in compare_setting(task, setting, reference, settings[reference], runs, method, resamples, seed)]
     return with_holm(rows)
+
+
+def _paired_by_seed(ref_runs: Sequence[dict[str, Any]], sys_runs: Sequence[dict[str, Any]],
+                    task: str) -> tuple[list[Outputs], list[Outputs], list[int]]:
+    """The per-item outputs of the seeds both settings ran in one task: ``(ref, sys, seeds)``."""
+    refs, syss = _by_seed(ref_runs), _by_seed(sys_runs)
+    seeds = sorted(set(refs) & set(syss))
+    for s in seeds:
+        for run in (refs[s], syss[s]):
+            if item_outputs(run) is None:
+                raise PairingError(f"task {task!r}: run {run.get('run_id')!r} has no per-item outputs")
+        _check_same_items(refs[s], syss[s])
+    if not seeds:
+        raise PairingError(f"task {task!r}: no seed has a run of both settings")
+    return [refs[s]["predictions"] for s in seeds], [syss[s]["predictions"] for s in seeds], seeds
+
+
+def compare_gains(ref_runs_a: Sequence[dict[str, Any]], sys_runs_a: Sequence[dict[str, Any]],
+                  ref_runs_b: Sequence[dict[str, Any]], sys_runs_b: Sequence[dict[str, Any]], metric: str = "bleu",
+                  resamples: int = RESAMPLES, seed: int = SEED) -> tuple[PairedResult, list[int], list[int]]:
+    """``cluster_interaction_test`` on run records: a setting's gain over the reference in task ``a`` minus its
+    gain in task ``b``, each pooled over the seeds both settings ran in that task.
+
+    Returns:
+        ``(result, seeds of a, seeds of b)``.
+
+    Raises:
+        PairingError: a task where no seed has a run of both settings, runs without per-item outputs, or paired
+            runs (or the two tasks) with different test items.
+    """
+    task_a = (sys_runs_a or ref_runs_a or [{}])[0].get("task_label", "a")
+    task_b = (sys_runs_b or ref_runs_b or [{}])[0].get("task_label", "b")
+    ref_a, sys_a, seeds_a = _paired_by_seed(ref_runs_a, sys_runs_a, task_a)
+    ref_b, sys_b, seeds_b = _paired_by_seed(ref_runs_b, sys_runs_b, task_b)
+    result = cluster_interaction_test(ref_a, sys_a, ref_b, sys_b, metric, resamples, seed)
+    return result, seeds_a, seeds_b

@@ -151,6 +151,29 @@ def test_bias_table_averages_heads_then_seeds_and_marks_the_largest_bucket():
     assert bias_markdown([{"task_label": "t", "setting": "full", "bias": []}]).startswith("No run")
 
 
+def test_bias_peaks_name_each_seeds_largest_bucket_per_layer_and_count_the_agreeing_seeds():
+    from structattn.experiments.bias_table import bias_peaks, peak_markdown
+
+    labels = ["0", "1", "2", "unreachable"]
+
+    def record(seed, layer0, layer1):
+        return {"task_label": "t", "setting": "soft", "seed": seed, "run_id": f"r{seed}",
+                "bias": [{"layer": 0, "group": "g", "labels": labels, "values": layer0},
+                         {"layer": 1, "group": "g", "labels": labels, "values": layer1},
+                         {"layer": 1, "group": "g", "name": "sigma", "labels": ["sigma"], "values": [[9.0]]}]}
+
+    records = [record(1, [[0.0, 2.0, 0.5, 9.0]], [[1.0, 0.0, 0.0, 0.0], [0.0, 1.5, 0.0, 0.0]]),  # heads: 0.5, 0.75
+               record(0, [[0.0, 1.0, 0.5, 0.0]], [[3.0, 1.0, 0.0, 0.0]])]
+    rows = bias_peaks(records)  # the unreachable bucket is left out; a sigma is not a bias table
+    assert [(r["layer"], r["seeds"], r["peaks"]) for r in rows] == [(0, [0, 1], ["1", "1"]), (1, [0, 1], ["0", "1"])]
+    table = peak_markdown(records)
+    assert "| t | soft | 0 | s0: d=1, s1: d=1 | 2 of 2 |" in table and "| t | soft | 1 | s0: d=0, s1: d=1 | 1 of 2 |" in table
+    assert "d=1 is the peak in every seed in 1 of 2 layers." in table
+    assert bias_peaks(records, skip=("0", "1", "2"))[0]["peaks"] == ["unreachable", "unreachable"]
+    with pytest.raises(ValueError, match="run 'r1', layer 0: every bucket is skipped"):
+        bias_peaks(records, skip=labels)
+
+
 class PositionOracle:
     """Stands in for a model on word reordering: logits that point tag 1 at the inserted word and tag 2 at the
     origin of each test item (``swap``: tag 1 points at the origin instead)."""

@@ -437,3 +437,84 @@ def test_paired_detectable_effect_reads_the_comparisons_own_spread():
     result = PairedResult(diff=0.0, ci_low=-half, ci_high=half, p=1.0, n_items=10, method="paired_bootstrap",
                           reference_score=0.5, reference_se=0.1)
     assert paired_detectable_effect(result) == pytest.approx(z.inv_cdf(0.975) + z.inv_cdf(0.8))  # 2.80
+
+
+# ---------------------------------------------------------------- interaction: a gain in one task minus in another
+
+
+def _noisy_runs(refs, rates, seed):
+    """One run per rate: each word of the reference replaced by "zz" with that probability (``ids`` s0, s1, ...)."""
+    rng = random.Random(seed)
+    ids = [f"s{k}" for k in range(len(refs))]
+    return [{"ids": ids, "hyp": [" ".join(w if rng.random() > rate else "zz" for w in r.split()) for r in refs],
+             "ref": refs} for rate in rates]
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_interaction_is_the_difference_of_the_two_pooled_gains_on_shared_item_resamples(metric):
+    """Plain loops with sacrebleu's corpus scores: per resample of the items, the four systems' concatenated
+    outputs scored, and the gain of task a minus the gain of task b."""
+    import sacrebleu
+
+    from structattn.experiments.significance import cluster_interaction_test
+
+    refs, _, _ = translations(12, seed=6)
+    ref_a, sys_a = _noisy_runs(refs, (0.6, 0.6), 1), _noisy_runs(refs, (0.2, 0.2), 2)  # a large gain (two seeds)
+    ref_b, sys_b = _noisy_runs(refs, (0.4, 0.4), 3), _noisy_runs(refs, (0.3, 0.3), 4)  # a small one
+    corpus = sacrebleu.corpus_bleu if metric == "bleu" else sacrebleu.corpus_chrf
+    kwargs = {"force": True} if metric == "bleu" else {}
+
+    def score(runs, idx):
+        return corpus([r["hyp"][i] for i in idx for r in runs], [[r["ref"][i] for i in idx for r in runs]],
+                      **kwargs).score
+
+    def delta(idx):
+        return (score(sys_a, idx) - score(ref_a, idx)) - (score(sys_b, idx) - score(ref_b, idx))
+
+    diffs = np.array([delta(idx) for idx in np.random.default_rng(99).choice(12, size=(40, 12), replace=True)])
+    ours = cluster_interaction_test(ref_a, sys_a, ref_b, sys_b, metric, resamples=40, seed=99)
+    observed = delta(range(12))
+    assert ours.diff == pytest.approx(observed) and observed > 0
+    assert (ours.ci_low, ours.ci_high) == pytest.approx(tuple(np.percentile(diffs, [2.5, 97.5])), abs=1e-3)
+    magnitude = np.abs(diffs)
+    assert ours.p == (1 + np.count_nonzero(magnitude - magnitude.mean() > abs(observed) + 1e-9)) / 41
+    assert ours.reference_score == pytest.approx(score(sys_b, range(12)) - score(ref_b, range(12)))
+    assert ours.n_items == 12 and ours.method == "cluster_interaction_bs"
+
+
+def test_interaction_of_equal_gains_is_zero_and_swapping_the_tasks_negates_it():
+    from structattn.experiments.significance import cluster_interaction_test
+
+    refs, _, _ = translations(30, seed=2)
+    ref_a, sys_a = _noisy_runs(refs, (0.5,), 1), _noisy_runs(refs, (0.2,), 2)
+    ref_b, sys_b = _noisy_runs(refs, (0.5,), 3), _noisy_runs(refs, (0.4,), 4)
+    same = cluster_interaction_test(ref_a, sys_a, ref_a, sys_a, resamples=200)
+    assert same.diff == 0 and same.p == 1.0 and same.ci_low == same.ci_high == 0
+    ab = cluster_interaction_test(ref_a, sys_a, ref_b, sys_b, resamples=200)
+    ba = cluster_interaction_test(ref_b, sys_b, ref_a, sys_a, resamples=200)
+    assert ba.diff == pytest.approx(-ab.diff) and ba.p == ab.p
+    assert (ba.ci_low, ba.ci_high) == pytest.approx((-ab.ci_high, -ab.ci_low))
+
+
+def test_interaction_a_clearly_larger_gain_is_significant():
+    from structattn.experiments.significance import cluster_interaction_test
+
+    refs, _, _ = translations(300, seed=4)
+    big = cluster_interaction_test(_noisy_runs(refs, (0.7, 0.7), 1), _noisy_runs(refs, (0.1, 0.1), 2),
+                                   _noisy_runs(refs, (0.4, 0.4), 3), _noisy_runs(refs, (0.35, 0.35), 4))
+    assert big.diff > 10 and big.p < 0.01 and big.ci_low > 0
+
+
+def test_interaction_refuses_unpaired_groups_by_name():
+    from structattn.experiments.significance import cluster_interaction_test
+
+    refs, _, _ = translations(10, seed=1)
+    run = _noisy_runs(refs, (0.3,), 1)
+    with pytest.raises(PairingError, match="the system of task b has no runs"):
+        cluster_interaction_test(run, run, run, [])
+    with pytest.raises(PairingError, match="task a: 2 reference runs and 1 system runs"):
+        cluster_interaction_test(run * 2, run, run, run)
+    other = [{**run[0], "ref": [*refs[:-1], "another reference"]}]
+    with pytest.raises(PairingError, match="the reference of task b, run 0: ref differ .* at item 9; the interaction "
+                                           "needs one test set for both tasks"):
+        cluster_interaction_test(run, run, other, other)
