@@ -42,7 +42,7 @@ import os
 import platform
 import subprocess
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,15 +333,21 @@ def bf16_models(sizes: Sizes) -> dict[str, nn.Module]:
             "torch": TorchTransformer(sizes), "torch_bf16": TorchTransformer(sizes), "marian": marian(sizes)}
 
 
+def thread_clocks(threads: list[int], heading: str = "") -> Iterator[Callable[[], float]]:
+    """Per thread count, in order: set torch's threads, print the section's heading, and yield its clock (CPU time
+    at 1 thread, wall clock at more)."""
+    for n in threads:
+        torch.set_num_threads(n)
+        clock_name = "cpu" if n == 1 else "wall"
+        print(f"\n## {heading}{n} thread(s), {clock_name} clock")
+        yield CLOCKS[clock_name]
+
+
 def print_bf16_tables(sizes: Sizes, threads: list[int]) -> None:
     batches = make_batches(sizes)
     models = bf16_models(sizes)
     print(f"\n# bf16 at the Multi30k size: {sizes.batches} batches of {sizes.batch} pairs, best of {sizes.rounds} round(s)")
-    for n in threads:
-        torch.set_num_threads(n)
-        clock_name = "cpu" if n == 1 else "wall"
-        clock = CLOCKS[clock_name]
-        print(f"\n## bf16, {n} thread(s), {clock_name} clock")
+    for clock in thread_clocks(threads, "bf16, "):
         train = bf16_training_table(sizes, batches, models, clock)
         print_table("Training step, fp32 and bf16", "target tokens/s", "tokens/s / ours fp32's", train)
         r = {name: ratio for name, _, ratio in train}
@@ -432,11 +438,7 @@ def fp32_tables(sizes: Sizes, threads_list: list[int]) -> None:
           f"layers, vocab {sizes.vocab}, dropout {DROPOUT}; {sizes.batches} batches of {sizes.batch} sentences of 13-15 "
           f"tokens; best of {sizes.rounds} round(s); parameters: "
           + ", ".join(f"{name} {n / 1e6:.2f}M" for name, n in params.items()))
-    for threads in threads_list:
-        torch.set_num_threads(threads)
-        clock_name = "cpu" if threads == 1 else "wall"
-        clock = CLOCKS[clock_name]
-        print(f"\n## {threads} thread(s), {clock_name} clock")
+    for clock in thread_clocks(threads_list):
         train = training_table(sizes, batches, models, clock)
         print_table("Training (collate, forward, loss, backward, clip, AdamW)", "target tokens/s",
                     "ours tokens/s / theirs", train)
