@@ -57,10 +57,7 @@ napoleon_numpy_docstring = False
 napoleon_custom_sections = [("Shapes", "notes_style"), ("Class attributes", "Attributes")]
 napoleon_use_ivar = True
 
-# Warnings are errors (-W) but one kind: MyST's "Non-consecutive header level increase" (a page going from ##
-# to ####). GitHub renders such pages fine, and Sphinx nests their sections correctly; the pages are edited by
-# people who read them on GitHub, so their heading levels are theirs to choose.
-suppress_warnings = ["myst.header"]
+# Warnings are errors (-W), every kind: no page skips a heading level (## straight to ####).
 
 html_theme = "furo"
 html_title = "structattn"
