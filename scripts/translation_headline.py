@@ -144,8 +144,17 @@ def _lr(folder: Path) -> float:
 
 
 def complete_runs(records: list[dict[str, Any]], plan: Plan, task: str) -> dict[str, list[dict[str, Any]]]:
-    """The runs of ``task`` by setting, for the settings whose every planned seed is kept (plan order)."""
+    """The runs of ``task`` by setting, for the settings whose every planned seed is kept (plan order).
+
+    Raises:
+        ValueError: a kept run without per-item test outputs, named (it would silently drop out of every test).
+    """
     out = {}
+    for r in records:
+        if not r.get("predictions"):
+            raise ValueError(f"run {r.get('run_id')!r} ({r['task_label']}, {r['setting']}, seed {r['seed']}) has no "
+                             "per-item test outputs (predictions), so no paired test can use it: keep it again "
+                             "from its run folder (structattn keep)")
     for setting in plan.settings:
         runs = [r for r in records if r["task_label"] == task and r["setting"] == setting]
         if set(plan.seeds) <= {r["seed"] for r in runs}:

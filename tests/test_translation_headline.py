@@ -125,6 +125,14 @@ def test_learnable_row_tests_soft_bias_against_fixed_decay_directly(corpus):
     assert headline.learnable_row(records[:3], plan).endswith("| **this data cannot decide yet** |")
 
 
+def test_a_kept_run_without_per_item_outputs_is_refused_by_name(corpus):
+    records = load_records(FIXTURE)
+    records[2] = {k: v for k, v in records[2].items() if k != "predictions"}
+    with pytest.raises(ValueError, match=f"run {records[2]['run_id']!r} \\(m30k, soft_bias\\(dep\\), seed 0\\) has no "
+                                         "per-item test outputs"):
+        headline.comparison_row("(x)", "x.gin", records, FIXTURE_PLAN)
+
+
 def _relabelled(records, task, swap=False):
     """The records as runs of ``task``; with ``swap``, full's and soft_bias's predictions exchanged."""
     by = {(r["setting"], r["seed"]): r for r in records}
