@@ -20,6 +20,9 @@ mkdir -p runs/plan
 # Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting): each setting at the rate
 # batch 0's dev picked: full at the shared budget's 1e-3 (31.90 vs 31.06), soft_bias at 2e-3 (31.29 vs 31.11).
 # The binding is the same in every shard item, so that the shards merge (one fingerprint).
+# Lane b also runs issue #34's precision check after its first 29k run: the quick config (2 settings, 600 steps,
+# about 50 min of one core for both) in fp32 and in bf16, paired run by run by scripts/precision_check.py
+# (keep them into results/precision_quick/fp32 and .../bf16).
 items_a=(
   "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
   "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|0/12"
@@ -29,6 +32,8 @@ items_a=(
 items_b=(
   "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
   "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|3/12"
+  "quick_fp32|configs/experiments/multi30k_quick.gin|training.precision = 'fp32'|"
+  "quick_bf16|configs/experiments/multi30k_quick.gin|training.precision = 'bf16'|"
   "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|4/12"
   "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|5/12"
 )

@@ -63,3 +63,16 @@ def test_no_item_starts_when_the_stop_time_is_near(tmp_path):
     done = run_lane(tmp_path, "a", stop="+5 minutes")
     assert done.returncode == 3 and "stop time reached; tune_lr0.001 not started" in done.stderr
     assert calls(tmp_path) == []
+
+
+def test_lane_b_runs_the_precision_check_after_its_first_29k_run(tmp_path):
+    done = run_lane(tmp_path, "b")
+    assert done.returncode == 0, done.stderr
+    made = calls(tmp_path)
+    outs = [c.split("--out ")[1].split()[0] + (f" {c.split('--shard ')[1].split()[0]}" if "--shard" in c else "")
+            for c in made]
+    assert outs == ["runs/plan/tune_lr0.002", "runs/plan/a 3/12", "runs/plan/quick_fp32", "runs/plan/quick_bf16",
+                    "runs/plan/a 4/12", "runs/plan/a 5/12"]
+    for call, precision in zip(made[2:4], ("fp32", "bf16")):
+        assert call.startswith("-m structattn.cli compare configs/experiments/multi30k_quick.gin ")
+        assert call.endswith(f"--gin-param training.precision = '{precision}'")
