@@ -181,7 +181,11 @@ class Tested:
         return self.p < ALPHA
 
     def p_words(self) -> str:
-        return f"p Holm {self.p:.3f}" if self.final else f"p Holm <= {self.p:.3f} (the rest counted as p = 1)"
+        """The p, and the smallest difference this paired test detects (power 0.8)."""
+        from structattn.experiments.significance import paired_detectable_effect
+
+        p = f"p Holm {self.p:.3f}" if self.final else f"p Holm <= {self.p:.3f} (the rest counted as p = 1)"
+        return f"{p}, detects {paired_detectable_effect(self.result):.2f}"
 
 
 def tested_settings(records: list[dict[str, Any]], plan: Plan) -> list[Tested]:
@@ -289,13 +293,14 @@ def interactions(small: list[dict[str, Any]], small_plan: Plan, large: list[dict
 def interaction_row(head: str, tested: list[Interaction], planned: int, larger: str, smaller: str) -> str:
     """A row of gain differences: **holds** where the difference is significantly positive (``larger``: the
     claim's direction), **fails** where significantly negative (``smaller``)."""
-    from structattn.experiments.significance import ALPHA
+    from structattn.experiments.significance import ALPHA, paired_detectable_effect
 
     if not tested:
         return f"{head} 0 of {planned} testable yet (every seed of both settings in both tasks) | " \
                "**this data cannot decide yet** |"
     cells = [f"{t.setting} {t.small} minus {t.large}: {t.result.diff:+.2f} BLEU [{t.result.ci_low:+.2f}, "
-             f"{t.result.ci_high:+.2f}] p Holm {t.p_holm:.3f}" for t in tested]
+             f"{t.result.ci_high:+.2f}] p Holm {t.p_holm:.3f}, detects {paired_detectable_effect(t.result):.2f}"
+             for t in tested]
     verdicts = []
     for t in tested:
         if t.p_holm >= ALPHA:
@@ -342,7 +347,8 @@ def peak_row(records: list[dict[str, Any]], plan: Plan, setting: str = "soft_bia
     return f"{head} {'; '.join(cells)} | {word} |"
 
 
-HEADER = ["| Multi30k En->De, the compute plan's claims | result (kept runs only; pooled over seeds) "
+HEADER = ["| Multi30k En->De, the compute plan's claims | result (kept runs only; pooled over seeds; \"detects\": the "
+          "difference the paired test detects at power 0.8) "
           "| verdict |", "|---|---|---|"]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from structattn.experiments import merge
 from structattn.experiments.records import load_records
-from structattn.experiments.significance import RESAMPLES, SEED
+from structattn.experiments.significance import RESAMPLES, SEED, paired_detectable_effect
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "kept_records" / "folder"
@@ -81,7 +81,8 @@ def test_a_finished_comparison_row_gives_each_settings_pooled_difference_and_ver
     row = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records, FIXTURE_PLAN)
     pooled = next(r for r in significance(records)["m30k"].pooled() if r.metric == "bleu")
     assert f"m30k: soft_bias(dep) {pooled.result.diff:+.2f} BLEU [{pooled.result.ci_low:+.2f}, " in row
-    assert f"p Holm {pooled.p_holm:.3f}" in row and "(the rest counted as p = 1)" not in row
+    assert f"p Holm {pooled.p_holm:.3f}, detects {paired_detectable_effect(pooled.result):.2f}" in row
+    assert "(the rest counted as p = 1)" not in row
     assert pooled.result.diff > 0 and pooled.significant and "**holds** (significant gain)" in row
     unfinished = headline.comparison_row("(x) fixture", "configs/experiments/multi30k_priors.gin", records[:3],
                                          FIXTURE_PLAN)
