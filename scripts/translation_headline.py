@@ -59,6 +59,7 @@ COMPARISONS = [
 ]
 CLAIMED = 0.5  # the seeds' smallest claimed gain, in BLEU
 PEAK = "1"  # the bucket where the seeds say the learned bias peaks
+FLOOR_TASK = "en->de 10k"  # (c)'s floor: (b)'s full runs at its 10k pairs
 
 
 @dataclass(frozen=True)
@@ -383,8 +384,8 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
     threads = sorted({str(r.get("provenance", {}).get("torch_threads", "?")) for r in records})
     precisions = sorted({str(r.get("precision", "fp32")) for r in records})
     hours = sum(float(r.get("time_s", 0.0)) for r in records) / 3600
-    steps = ", ".join(f"{r['setting']} s{r['seed']}: {r['steps']}" + ("" if r.get("stopped_early") else " (cap)")
-                      for r in records)
+    steps = ", ".join(f"{r['setting']} s{r['seed']}: " + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)")
+                                                         if "steps" in r else "not recorded") for r in records)
     return (f"{len(records)} runs kept, seeds {', '.join(map(str, seeds))}; {'/'.join(precisions)} on "
             f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {hours:.1f} h of run time in all. Steps "
             f"trained (dev BLEU chose each checkpoint; cap: still improving at the step cap): {steps}.")
@@ -420,6 +421,17 @@ def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:
             if soft:
                 lines += ["The learned bias per distance bucket per layer (mean ± std over seeds; bold: the "
                           "largest), then each seed's peak bucket:", "", bias_markdown(soft), peak_markdown(soft)]
+        if item == "c":
+            floor = complete_runs(kept["b"], plans["b"], FLOOR_TASK).get(plans["b"].reference, [])
+            if floor:
+                from structattn.experiments.results import mean_std
+
+                mean, std = mean_std([r["metrics"]["bleu"] for r in floor])
+                lines += [f"The floor, no prior: {plans['b'].reference} at 10k pairs from (b) ({FLOOR_TASK!r}, the "
+                          f"same subsample and test set), {mean:.2f} ± {std:.2f} BLEU over seeds "
+                          f"{', '.join(str(r['seed']) for r in floor)}.", ""]
+            else:
+                lines += [f"The floor, no prior: {plans['b'].reference} at 10k pairs from (b), not kept yet.", ""]
         if item in ("b", "c"):
             tested, planned = (low_resource_interactions if item == "b" else noise_interactions)(kept, plans)
             what = ("the gain over full at the smaller size minus the gain at 29k" if item == "b" else

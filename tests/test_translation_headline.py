@@ -208,3 +208,29 @@ def test_tuning_row_picks_each_settings_rate_on_dev(corpus, tmp_path):
     (0.1, 0.4, False, "**fails** (the interval excludes +0.5)"), (0.3, 0.9, False, "**this data cannot decide**")])
 def test_verdict_rule(diff, high, significant, expected):
     assert headline.verdict(diff, high, significant).startswith(expected)
+
+
+def test_docs_block_gives_each_comparisons_cost_tables_interactions_and_floor(corpus, monkeypatch, tmp_path):
+    """(a) and (c) hold the fixture, (b) the fixture as its 10k task: each section has its cost line and tables;
+    (b) its gain difference against (a); (c) the floor from (b)'s full runs."""
+    from structattn.experiments.results import mean_std
+
+    records = load_records(FIXTURE)
+    ten_k = _relabelled(records, "en->de 10k")
+    plans = {"a": FIXTURE_PLAN, "b": headline.Plan(("en->de 10k",), FIXTURE_PLAN.settings, (0, 1), "full"),
+             "c": FIXTURE_PLAN}
+    item_of = {config: item for _, config, item in headline.COMPARISONS}
+    monkeypatch.setattr(headline, "plan_of", lambda config: plans[item_of[config]])
+    monkeypatch.setattr(headline, "kept_records", lambda path: {"a": records, "b": ten_k, "c": records}[path.name])
+    text = headline.docs_block(tmp_path / "nothing kept")
+    assert "#### learning-rate tuning (`multi30k_lr_tuning.gin`)\n\nNo run kept yet." in text
+    for label, _, _ in headline.COMPARISONS:
+        section = text.split(f"#### {label}", 1)[1].split("\n#### ", 1)[0]
+        assert "4 runs kept, seeds 0, 1; fp32 on fixture" in section and "##### " in section, label
+        assert "vs full — test set, pooled over seeds" in section, label
+    (t,), _ = headline.low_resource_interactions({"a": records, "b": ten_k}, plans)
+    assert (f"| soft_bias(dep) | en->de 10k minus m30k | {t.result.diff:+.2f} [{t.result.ci_low:+.2f}, "
+            f"{t.result.ci_high:+.2f}] |") in text
+    mean, std = mean_std([r["metrics"]["bleu"] for r in ten_k if r["setting"] == "full"])
+    assert f"The floor, no prior: full at 10k pairs from (b) ('en->de 10k', the same subsample and test set), " \
+           f"{mean:.2f} ± {std:.2f} BLEU over seeds 0, 1." in text
