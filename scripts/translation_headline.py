@@ -384,11 +384,13 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
     threads = sorted({str(r.get("provenance", {}).get("torch_threads", "?")) for r in records})
     precisions = sorted({str(r.get("precision", "fp32")) for r in records})
     hours = sum(float(r.get("time_s", 0.0)) for r in records) / 3600
-    steps = ", ".join(f"{r['setting']} s{r['seed']}: " + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)")
-                                                         if "steps" in r else "not recorded") for r in records)
+    runs = "; ".join(f"{r['setting']} s{r['seed']}: "
+                     + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)") if "steps" in r else "?")
+                     + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "") for r in records)
     return (f"{len(records)} runs kept, seeds {', '.join(map(str, seeds))}; {'/'.join(precisions)} on "
-            f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {hours:.1f} h of run time in all. Steps "
-            f"trained (dev BLEU chose each checkpoint; cap: still improving at the step cap): {steps}.")
+            f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {hours:.1f} h of run time in all. Each "
+            f"run's steps (dev BLEU chose its checkpoint; cap: stopped by the step cap, not by patience) and run "
+            f"time: {runs}.")
 
 
 def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:
