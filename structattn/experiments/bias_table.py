@@ -17,6 +17,11 @@ from typing import Any
 from structattn.experiments.results import mean_std
 
 
+def _head_mean(table: dict[str, Any]) -> list[float]:
+    """A learned table's value per column, averaged over its heads."""
+    return [statistics.fmean(h[k] for h in table["values"]) for k in range(len(table["labels"]))]
+
+
 def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """``{"task", "setting", "layer", "group", "labels", "mean", "std", "runs"}`` per (task, setting, layer,
     group) with a learned bias; ``mean`` / ``std`` per bucket over runs of head-averaged values."""
@@ -26,8 +31,7 @@ def bias_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for table in r.get("bias", []):
             group = table["group"] if table.get("name", "bias") == "bias" else f"{table['group']} {table['name']}"
             key = (r["task_label"], r["setting"], table["layer"], group)
-            heads = table["values"]
-            cells[key].append([statistics.fmean(h[k] for h in heads) for k in range(len(table["labels"]))])
+            cells[key].append(_head_mean(table))
             labels[key] = table["labels"]
     rows = []
     for key, runs in cells.items():
@@ -70,7 +74,7 @@ def bias_peaks(records: Sequence[dict[str, Any]], skip: Sequence[str] = ("unreac
             keep = [k for k, name in enumerate(labels) if name not in skip]
             if not keep:
                 raise ValueError(f"run {r.get('run_id')!r}, layer {table['layer']}: every bucket is skipped")
-            mean = [statistics.fmean(h[k] for h in table["values"]) for k in range(len(labels))]
+            mean = _head_mean(table)
             found[(r["task_label"], r["setting"], table["layer"], table["group"])].append(
                 (r["seed"], labels[max(keep, key=lambda k: mean[k])]))
     return [{"task": key[0], "setting": key[1], "layer": key[2], "group": key[3],

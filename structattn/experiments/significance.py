@@ -436,6 +436,14 @@ def _corpus_p_value(null: np.ndarray, observed: float) -> float:
     return (1 + int(np.count_nonzero(null > observed))) / (null.size + 1)
 
 
+def _bootstrap_scores(stats: Sequence[np.ndarray], score: Any, m: int, resamples: int, seed: int) -> np.ndarray:
+    """Each system's corpus score on each item resample, ``(B, len(stats))``: the items' summed statistics
+    (float32, as sacrebleu's ``paired_bs``) of the indices ``_bootstrap_indices`` draws, the same for every system."""
+    as32 = [x.astype("float32") for x in stats]
+    return np.array([[score(x[row].sum(0)).score for x in as32]
+                     for idx in _bootstrap_indices(m, resamples, seed) for row in idx])
+
+
 def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs], metric: str = "bleu",
                         method: str = "bootstrap", resamples: int = RESAMPLES, seed: int = SEED) -> PairedResult:
     """BLEU or chrF pooled over seeds with test items as clusters (see the module docstring).
@@ -469,9 +477,7 @@ def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Ou
     score = corpus_metric(metric)._compute_score_from_stats
     ref_score, sys_score = (float(score(x.sum(0)).score) for x in stats)
     observed = abs(sys_score - ref_score)
-    ref32, sys32 = (x.astype("float32") for x in stats)
-    boot = np.array([[score(x[row].sum(0)).score for x in (ref32, sys32)]
-                     for idx in _bootstrap_indices(m, resamples, seed) for row in idx])  # (B, 2)
+    boot = _bootstrap_scores(stats, score, m, resamples, seed)  # (B, 2)
     differences = boot[:, 1] - boot[:, 0]
     if method == "bootstrap":
         magnitude = np.abs(differences)
@@ -555,9 +561,7 @@ def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs],
     score = corpus_metric(metric)._compute_score_from_stats
     ra, sa, rb, sb = (float(score(x.sum(0)).score) for x in stats)
     observed = (sa - ra) - (sb - rb)
-    as32 = [x.astype("float32") for x in stats]
-    boot = np.array([[score(x[row].sum(0)).score for x in as32]
-                     for idx in _bootstrap_indices(m, resamples, seed) for row in idx])  # (B, 4)
+    boot = _bootstrap_scores(stats, score, m, resamples, seed)  # (B, 4)
     gain_b = boot[:, 3] - boot[:, 2]
     differences = (boot[:, 1] - boot[:, 0]) - gain_b
     magnitude = np.abs(differences)
