@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling doc_blocks.py, however this is loaded
+from doc_blocks import between, replace_block  # noqa: E402
 RESULTS = ROOT / "results" / "precision_quick"
 DOCS = ROOT / "docs" / "comparisons.md"
 START, END = "<!-- precision-check:start -->", "<!-- precision-check:end -->"
@@ -94,9 +96,7 @@ def table(fp32: Path, bf16: Path) -> str:
 
 def docs_text(text: str) -> str:
     """The block between the markers of docs/comparisons.md's text."""
-    if START not in text or END not in text:
-        raise ValueError(f"docs/comparisons.md has no {START} ... {END} block")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return between(text, START, END, "docs/comparisons.md").strip("\n") + "\n"
 
 
 def main() -> int:
@@ -108,10 +108,7 @@ def main() -> int:
     body = table(args.fp32.resolve(), args.bf16.resolve())
     print(body, end="")
     if args.write:
-        text = DOCS.read_text()
-        docs_text(text)
-        before, rest = text.split(START, 1)
-        DOCS.write_text(before + START + "\n" + body.rstrip("\n") + "\n" + END + rest.split(END, 1)[1])
+        replace_block(DOCS, START, END, body)
     return 0
 
 

@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling doc_blocks.py, however this is loaded
+from doc_blocks import between, replace_block  # noqa: E402
 RESULTS = ROOT / "results" / "plan"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs" / "comparisons.md"
@@ -480,27 +482,14 @@ def tuning_docs(results: Path, figures: Path | None) -> list[str]:
                     ""]
 
 
-def _between(text: str, start: str, end: str, what: str) -> str:
-    if start not in text or end not in text:
-        raise ValueError(f"{what} has no {start} ... {end} block")
-    return text.split(start, 1)[1].split(end, 1)[0]
-
-
 def readme_rows(text: str) -> list[str]:
     """The rows between the markers of README.md's text."""
-    return [line for line in _between(text, START, END, "README.md").splitlines() if line.strip()]
+    return [line for line in between(text, START, END, "README.md").splitlines() if line.strip()]
 
 
 def docs_text(text: str) -> str:
     """The block between the markers of docs/comparisons.md's text."""
-    return _between(text, DOCS_START, DOCS_END, "docs/comparisons.md").strip("\n") + "\n"
-
-
-def _replace(path: Path, start: str, end: str, body: str) -> None:
-    text = path.read_text()
-    _between(text, start, end, path.name)  # the markers are there
-    before, rest = text.split(start, 1)
-    path.write_text(before + start + "\n" + body.rstrip("\n") + "\n" + end + rest.split(end, 1)[1])
+    return between(text, DOCS_START, DOCS_END, "docs/comparisons.md").strip("\n") + "\n"
 
 
 def main() -> int:
@@ -514,12 +503,12 @@ def main() -> int:
         body = docs_block(args.results, FIGURES if args.write else None)
         print(body, end="")
         if args.write:
-            _replace(DOCS, DOCS_START, DOCS_END, body)
+            replace_block(DOCS, DOCS_START, DOCS_END, body)
         return 0
     printed = rows(args.results)
     print("\n".join(printed))
     if args.write:
-        _replace(README, START, END, "\n".join(printed))
+        replace_block(README, START, END, "\n".join(printed))
     return 0
 
 

@@ -12,6 +12,7 @@ restored from the corpus and scores recomputed, before ``keep`` returns: a kept 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,8 @@ def keep(src: str | Path, dest: str | Path, overwrite: bool = False, partial: bo
         raise ValueError(f"keep: {str(src)!r} has runs without a record (not finished yet?): {', '.join(unfinished)}; "
                          "finish them (compare ... --resume) before keeping the folder, or pass --partial to keep "
                          "the finished ones")
-    if dest.exists() and any(dest.iterdir()):
-        if not overwrite:
-            raise ValueError(f"keep: {str(dest)!r} already holds files; pass --overwrite to replace them")
-        shutil.rmtree(dest)
+    if dest.exists() and any(dest.iterdir()) and not overwrite:
+        raise ValueError(f"keep: {str(dest)!r} already holds files; pass --overwrite to replace them")
     sources = [src / name for name in KEPT_FILES if (src / name).is_file()]
     if (src / "runs" / "log.csv").is_file():
         sources.append(src / "runs" / "log.csv")
@@ -63,14 +62,24 @@ def keep(src: str | Path, dest: str | Path, overwrite: bool = False, partial: bo
         if path.stat().st_size > MAX_BYTES:
             raise ValueError(f"keep: {str(path)!r} is {path.stat().st_size:,} bytes, more than evidence needs "
                              f"({MAX_BYTES:,}); it is not kept")
-    dest.mkdir(parents=True, exist_ok=True)
-    for path in sources:
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    for path, record in found.values():
-        write_record_file(dest / "runs" / path.name, strip_references(record))
+    # Written beside ``dest`` and read back there first: a keep that fails (a record that does not read back, e.g.
+    # without STRUCTATTN_MULTI30K to restore its references) leaves ``dest`` as it was, never half-written.
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.keep-", dir=dest.parent))
+    try:
+        for path in sources:
+            target = staging / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        for path, record in found.values():
+            write_record_file(staging / "runs" / path.name, strip_references(record))
+        read_records(staging, read_manifest(staging))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if dest.exists():
+        shutil.rmtree(dest)
+    staging.rename(dest)
     return [record for _, (_, record) in sorted(read_records(dest, read_manifest(dest)).items())]
-
 
 __all__ = ["KEPT_FILES", "MAX_BYTES", "keep"]

@@ -64,9 +64,13 @@ def execute(spec: RunSpec, setup: Setup, data: Any, *, out_dir: Path | None = No
     providers = make_providers(runner.structures(spec.plan, setup.model), setup.structures)
     outcome = runner.train(Job(spec, setup, data, providers, out_dir, context, quiet, config, resume))
     samples = outcome.pop("samples", None)
+    # A resumed run's time counts its earlier segments too (their training time up to the checkpoint it resumed
+    # from, as the checkpoint recorded it); provenance.wall_time_s stays this process's share.
+    earlier = float(outcome.pop("earlier_s", 0.0))
     record = {**asdict(spec), "run_id": spec.run_id, "metric": data.task.metric,
               "precision": resolve_precision(setup.training.precision, context.device), **outcome,
-              "time_s": time.perf_counter() - start, "provenance": run_provenance(spec, data, watch)}
+              "time_s": time.perf_counter() - start + earlier,
+              "provenance": {**run_provenance(spec, data, watch), "earlier_segments_s": earlier}}
     return record if samples is None else {**record, "samples": samples}
 
 

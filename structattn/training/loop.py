@@ -43,13 +43,15 @@ META_NOT_COMPARED = frozenset({"run_id", "provenance", "plugins"})
 
 @dataclass
 class TrainResult:
-    """What :meth:`Trainer.fit` returns; ``history`` has one row per evaluation."""
+    """What :meth:`Trainer.fit` returns; ``history`` has one row per evaluation; ``earlier_s``: the training
+    seconds of the segments before a resume (the checkpoint's ``elapsed_s``; 0 for a run trained in one go)."""
 
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
     best_metric: float = -math.inf
     steps: int = 0
     stopped_early: bool = False
+    earlier_s: float = 0.0
 
 
 def stop_if_diverged(what: str, value: torch.Tensor, *, step: int, lr: float, run_id: str | None = None) -> None:
@@ -162,6 +164,7 @@ class TrainingLoop:
             data = load_checkpoint(resume)
             self._check_resumable(data, resume)
             self._restore(data)
+            self.result.earlier_s = float(self.loop.get("elapsed_s", 0.0))
         self._clock_start = time.perf_counter() - self.loop.get("elapsed_s", 0.0)
         if self.log_dir is not None and self.writes_outputs:
             self.metrics_log = MetricsLog(self.log_dir, self.loop["step"])

@@ -175,3 +175,24 @@ def test_merge_partial_builds_tables_from_the_shards_present(tmp_path, refs, cor
 def test_the_keep_command_says_what_it_kept(finished, tmp_path, corpus, capsys):
     assert cli.main(["keep", str(finished), str(tmp_path / "kept")]) == 0
     assert f"kept 4 run records of {finished} in {tmp_path / 'kept'}" in capsys.readouterr().out
+
+
+def test_a_keep_that_fails_leaves_the_destination_as_it_was(finished, tmp_path, corpus, monkeypatch):
+    monkeypatch.delenv("STRUCTATTN_MULTI30K")  # the read-back cannot restore the references
+    with pytest.raises(RecordError, match="no data folder given"):
+        keep(finished, tmp_path / "kept")
+    assert not (tmp_path / "kept").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no staging folder left behind either
+    monkeypatch.setenv("STRUCTATTN_MULTI30K", str(CORPUS))
+    keep(finished, tmp_path / "kept")
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "kept").rglob("*") if p.is_file()}
+    (finished / "runs" / "001_m30k_full_s1.json").write_text("{not json")
+    with pytest.raises(RecordError, match="001_m30k_full_s1.json"):
+        keep(finished, tmp_path / "kept", overwrite=True)
+    monkeypatch.delenv("STRUCTATTN_MULTI30K")
+    write_folder(tmp_path / "other", [make_record(0, "full", 0, read_lines(CORPUS / "test_2016_flickr.de.gz"))], 1)
+    with pytest.raises(RecordError, match="no data folder given"):
+        keep(tmp_path / "other", tmp_path / "kept", overwrite=True)
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "kept").rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "other", "run"]

@@ -10,6 +10,7 @@ import torch
 
 from structattn import api, cli
 from structattn.training import TrainConfig
+from structattn.training.checkpoints import load_checkpoint, save_checkpoint
 from structattn.training.deadline import TimeLimitReached, deadline, format_duration, parse_duration, past_deadline
 from structattn.training.seq2seq import Seq2SeqTrainer
 from tests.training.test_fast_bf16 import pairs, tiny_seq2seq
@@ -105,3 +106,24 @@ def test_bad_time_limits_are_refused_before_training(tmp_path):
     assert not (tmp_path / "x").exists()
     with pytest.raises(ValueError, match="serial executor only, not with DaskExecutor"):
         api.compare(CONFIG, tmp_path / "y", quiet=True, plots=False, threads=1, time_limit="1h", dask="local:1")
+
+
+def test_a_resumed_runs_time_counts_its_earlier_segments(tmp_path, monkeypatch):
+    import structattn.training.loop as loop
+
+    out = tmp_path / "limited"
+    with monkeypatch.context() as patch:  # the hour passes during the first run's first step
+        checks = []
+        patch.setattr(loop, "past_deadline", lambda: checks.append(1) or True)
+        patch.setattr("structattn.experiments.compare.past_deadline", lambda: bool(checks))
+        api.compare(CONFIG, out, quiet=True, plots=False, threads=1, time_limit="1h")
+    (last,) = out.glob("runs/000_depth_full_s0/checkpoints/last.pt")
+    checkpoint = load_checkpoint(last)
+    checkpoint["loop"]["elapsed_s"] = 1000.0  # as if the first segment had trained for 1,000 s before its stop
+    save_checkpoint(last, **{k: v for k, v in checkpoint.items() if k not in ("format", "version", "checksum")})
+    done = api.compare(CONFIG, out, quiet=True, plots=False, threads=1, mode="resume")
+    resumed, fresh = done[0], done[1]  # the soft run had not started: it trains in one go
+    assert resumed["provenance"]["earlier_segments_s"] == 1000.0
+    assert 1000.0 < resumed["time_s"] < 1000.0 + resumed["provenance"]["wall_time_s"] + 1.0
+    assert fresh["provenance"]["earlier_segments_s"] == 0.0
+    assert fresh["time_s"] < 1000.0

@@ -117,7 +117,8 @@ class EncoderRunner(Runner):
         if setup.probes:
             metrics.update(run_probe_steps(setup.probes, model, data, view, spec.seed, job.context.device))
         return {"metrics": metrics, "history": result.history, "best_step": result.best_step, "steps": result.steps,
-                "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
+                "stopped_early": result.stopped_early, "earlier_s": result.earlier_s,
+                "num_parameters": sum(p.numel() for p in model.parameters()),
                 "bias": bias_records(model), "heatmap": heatmap_record(model, data, view["test"], job.context.device),
                 "predictions": predictions(model, data, view["test"], setup.training.eval_batch_size,
                                            job.context.device)}

@@ -284,7 +284,8 @@ class Seq2SeqRunner(Runner):
                    "dev_accuracy": trainer.evaluate(view.examples["dev"])["accuracy"], "test_loss": test["loss"]}
         ids = [x.id for x in data.items["test"]]
         record = {"metrics": metrics, "history": result.history, "best_step": result.best_step, "steps": result.steps,
-                  "stopped_early": result.stopped_early, "num_parameters": sum(p.numel() for p in model.parameters()),
+                  "stopped_early": result.stopped_early, "earlier_s": result.earlier_s,
+                  "num_parameters": sum(p.numel() for p in model.parameters()),
                   "bias": bias_records(model), "heatmap": None,
                   "predictions": {"split": "test", "ids": ids, "hyp": hyps, "ref": refs},
                   "samples": [{"id": i, "hyp": h, "ref": r} for i, h, r in list(zip(ids, hyps, refs))[:5]]}
