@@ -17,27 +17,38 @@ cd "$(dirname "$0")/.."
 mkdir -p runs/plan
 
 # item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config)
-# Batch 1 ((a) at 29k: full and soft_bias, seeds 0-2; run index = seed + 3 * setting): each setting at the rate
-# batch 0's dev picked: full at the shared budget's 1e-3 (31.90 vs 31.06), soft_bias at 2e-3 (31.29 vs 31.11).
-# The binding is the same in every shard item, so that the shards merge (one fingerprint).
+# A shard's run index k counts seeds fastest, then settings, then tasks (the config's order). Every setting runs at
+# the rate batch 0's dev picked: soft_bias at 2e-3 (31.29 vs 31.11), every other setting at the shared budget's 1e-3
+# (full's pick: 31.90 vs 31.06; hard_mask, ssan and fixed_decay were not tuned and share it). A config's binding is
+# the same in each of its shard items, so that the shards merge (one fingerprint).
 # Lane b also runs issue #34's precision check after its first 29k run: the quick config (2 settings, 600 steps,
 # about 50 min of one core for both) in fp32 and in bf16, paired run by run by scripts/precision_check.py
 # (keep them into results/precision_quick/fp32 and .../bf16).
-items_a=(
-  "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|0/12"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|1/12"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|2/12"
+soft_lr="compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}"
+a="a|configs/experiments/multi30k_priors.gin|$soft_lr"            # (a) 29k: full, soft_bias, hard_mask, ssan
+b="b|configs/experiments/multi30k_low_resource.gin|$soft_lr"      # (b) 3k, 10k: full, soft_bias, fixed_decay
+c="c|configs/experiments/multi30k_parser_noise.gin|$soft_lr"      # (c) spaCy, 20% wrong: soft_bias, hard_mask
+shards() { local item=$1 n=$2; shift 2; for k in "$@"; do echo "$item|$k/$n"; done; }
+# Batch 0 (tuning), batch 1 ((a): full in lane a, soft_bias in lane b, seeds 0-2), batch 2 ((a): hard_mask in lane a,
+# ssan in lane b), batch 3 ((b): full and soft_bias at 3k, then at 10k, side by side; then fixed_decay), batch 4
+# ((c): soft_bias in lane a, hard_mask in lane b, spaCy's trees first). docs/compute_plan.md gives the costs.
+mapfile -t items_a < <(
+  echo "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
+  shards "$a" 12 0 1 2 6 7 8
+  shards "$b" 18 0 1 2 9 10 11 6 7 8
+  shards "$c" 12 0 1 2 6 7 8
 )
-items_b=(
-  "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|3/12"
-  "quick_fp32|configs/experiments/multi30k_quick.gin|training.precision = 'fp32'|"
-  "quick_bf16|configs/experiments/multi30k_quick.gin|training.precision = 'bf16'|"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|4/12"
-  "a|configs/experiments/multi30k_priors.gin|compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}|5/12"
+mapfile -t items_b < <(
+  echo "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
+  shards "$a" 12 3
+  echo "quick_fp32|configs/experiments/multi30k_quick.gin|training.precision = 'fp32'|"
+  echo "quick_bf16|configs/experiments/multi30k_quick.gin|training.precision = 'bf16'|"
+  shards "$a" 12 4 5 9 10 11
+  shards "$b" 18 3 4 5 12 13 14 15 16 17
+  shards "$c" 12 3 4 5 9 10 11
 )
-declare -n items="items_${lane}" 2>/dev/null || { echo "no lane '$lane' (a or b)" >&2; exit 2; }
+case "$lane" in a|b) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
+declare -n items="items_${lane}"
 
 for item in "${items[@]}"; do
   IFS='|' read -r name config bindings shard <<<"$item"

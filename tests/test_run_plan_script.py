@@ -18,7 +18,7 @@ exit "${STUB_RC:-0}"
 
 
 def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subprocess.CompletedProcess:
-    (tmp / "scripts").mkdir(exist_ok=True)
+    (tmp / "scripts").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
     stub = tmp / "bin" / "python"
     stub.parent.mkdir(exist_ok=True)
@@ -30,6 +30,11 @@ def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subpr
                           text=True, timeout=60)
 
 
+def out_and_shard(call: str) -> str:
+    """``runs/plan/a 3/12`` for a shard item's call, ``runs/plan/quick_fp32`` for a whole config's."""
+    return call.split("--out ")[1].split()[0] + (f" {call.split('--shard ')[1].split()[0]}" if "--shard" in call else "")
+
+
 def calls(tmp: Path) -> list[str]:
     return (tmp / "calls.txt").read_text().splitlines() if (tmp / "calls.txt").exists() else []
 
@@ -38,16 +43,25 @@ def test_a_lane_runs_its_items_in_order_and_marks_them_done(tmp_path):
     done = run_lane(tmp_path, "a")
     assert done.returncode == 0, done.stderr
     made = calls(tmp_path)
-    assert len(made) == 4
+    assert len(made) == 1 + 6 + 9 + 6
     assert made[0].startswith("-m structattn.cli compare configs/experiments/multi30k_lr_tuning.gin --out "
                               "runs/plan/tune_lr0.001 --threads 1 --quiet --time-limit ")
     assert made[0].endswith("--gin-param training.lr = 1e-3")
-    assert [c.split("--shard ")[1].split()[0] for c in made[1:]] == ["0/12", "1/12", "2/12"]
-    assert all("--out runs/plan/a " in c and "--resume" not in c for c in made[1:])
+    assert [out_and_shard(c) for c in made[1:]] == (
+        [f"runs/plan/a {k}/12" for k in (0, 1, 2, 6, 7, 8)]  # (a): full, then hard_mask, seeds 0-2
+        + [f"runs/plan/b {k}/18" for k in (0, 1, 2, 9, 10, 11, 6, 7, 8)]  # (b): full at 3k, 10k, then fixed_decay 3k
+        + [f"runs/plan/c {k}/12" for k in (0, 1, 2, 6, 7, 8)])  # (c): soft_bias on spaCy's trees, then on 20% wrong
+    assert all("--resume" not in c for c in made[1:])
+    configs = {"a": "multi30k_priors", "b": "multi30k_low_resource", "c": "multi30k_parser_noise"}
+    for c in made[1:]:  # every shard of a config carries the same binding: soft_bias at the rate dev picked
+        item = out_and_shard(c).split()[0].rsplit("/", 1)[1]
+        assert c.startswith(f"-m structattn.cli compare configs/experiments/{configs[item]}.gin ")
+        assert c.endswith("--gin-param compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}")
     assert (tmp_path / "runs/plan/tune_lr0.001/.plan_done").exists()
     assert (tmp_path / "runs/plan/a/shard-2-of-12/.plan_done").exists()
+    assert (tmp_path / "runs/plan/c/shard-8-of-12/.plan_done").exists()
     run_lane(tmp_path, "a")
-    assert len(calls(tmp_path)) == 4  # every item done: nothing runs again
+    assert len(calls(tmp_path)) == len(made)  # every item done: nothing runs again
 
 
 def test_a_started_item_resumes_and_a_stopped_one_ends_the_lane(tmp_path):
@@ -65,14 +79,29 @@ def test_no_item_starts_when_the_stop_time_is_near(tmp_path):
     assert calls(tmp_path) == []
 
 
+def test_an_unknown_lane_is_refused(tmp_path):
+    refused = run_lane(tmp_path, "x")
+    assert refused.returncode == 2 and "no lane 'x' (a or b)" in refused.stderr and calls(tmp_path) == []
+
+
+def test_the_two_lanes_run_every_shard_of_the_plans_configs_once(tmp_path):
+    made = []
+    for lane in ("a", "b"):
+        assert run_lane(tmp_path / lane, lane).returncode == 0
+        made += [out_and_shard(c) for c in calls(tmp_path / lane) if "--shard" in c]
+    assert sorted(made) == sorted([f"runs/plan/a {k}/12" for k in range(12)] + [f"runs/plan/b {k}/18" for k in range(18)]
+                                  + [f"runs/plan/c {k}/12" for k in range(12)])
+
+
 def test_lane_b_runs_the_precision_check_after_its_first_29k_run(tmp_path):
     done = run_lane(tmp_path, "b")
     assert done.returncode == 0, done.stderr
     made = calls(tmp_path)
-    outs = [c.split("--out ")[1].split()[0] + (f" {c.split('--shard ')[1].split()[0]}" if "--shard" in c else "")
-            for c in made]
-    assert outs == ["runs/plan/tune_lr0.002", "runs/plan/a 3/12", "runs/plan/quick_fp32", "runs/plan/quick_bf16",
-                    "runs/plan/a 4/12", "runs/plan/a 5/12"]
+    assert [out_and_shard(c) for c in made] == (
+        ["runs/plan/tune_lr0.002", "runs/plan/a 3/12", "runs/plan/quick_fp32", "runs/plan/quick_bf16"]
+        + [f"runs/plan/a {k}/12" for k in (4, 5, 9, 10, 11)]  # (a): soft_bias seeds 1-2, then ssan
+        + [f"runs/plan/b {k}/18" for k in (3, 4, 5, 12, 13, 14, 15, 16, 17)]  # (b): soft_bias 3k, 10k; fixed 10k
+        + [f"runs/plan/c {k}/12" for k in (3, 4, 5, 9, 10, 11)])  # (c): hard_mask on spaCy's trees, on 20% wrong
     for call, precision in zip(made[2:4], ("fp32", "bf16")):
         assert call.startswith("-m structattn.cli compare configs/experiments/multi30k_quick.gin ")
         assert call.endswith(f"--gin-param training.precision = '{precision}'")
