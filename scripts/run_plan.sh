@@ -16,7 +16,10 @@ stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
 cd "$(dirname "$0")/.."
 mkdir -p runs/plan
 
-# item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config)
+# item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config) | reuse folders (';'-separated)
+# A reuse folder that exists is passed as --reuse: (c)'s soft_bias runs on spaCy's trees are (b)'s soft_bias runs
+# at 10k pairs (the same task spec, plan, seed and setup, so the same run key), copied instead of trained again
+# once (b) has them (lane b runs them before lane a reaches (c)).
 # A shard's run index k counts seeds fastest, then settings, then tasks (the config's order). Every setting runs at
 # the rate batch 0's dev picked: soft_bias at 2e-3 (31.29 vs 31.11), every other setting at the shared budget's 1e-3
 # (full's pick: 31.90 vs 31.06; hard_mask, ssan and fixed_decay were not tuned and share it). A config's binding is
@@ -28,7 +31,7 @@ soft_lr="compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}"
 a="a|configs/experiments/multi30k_priors.gin|$soft_lr"            # (a) 29k: full, soft_bias, hard_mask, ssan
 b="b|configs/experiments/multi30k_low_resource.gin|$soft_lr"      # (b) 3k, 10k: full, soft_bias, fixed_decay
 c="c|configs/experiments/multi30k_parser_noise.gin|$soft_lr"      # (c) spaCy, 20% wrong: soft_bias, hard_mask
-shards() { local item=$1 n=$2; shift 2; for k in "$@"; do echo "$item|$k/$n"; done; }
+shards() { local item=$1 n=$2; shift 2; for k in "$@"; do echo "$item|$k/$n|${reuse:-}"; done; }
 # Batch 0 (tuning), batch 1 ((a): full in lane a, soft_bias in lane b, seeds 0-2), batch 2 ((a): hard_mask in lane a,
 # ssan in lane b), batch 3 ((b): full and soft_bias at 3k, then at 10k, side by side; then fixed_decay), batch 4
 # ((c): soft_bias in lane a, hard_mask in lane b, spaCy's trees first). docs/compute_plan.md gives the costs.
@@ -36,7 +39,7 @@ mapfile -t items_a < <(
   echo "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
   shards "$a" 12 0 1 2 6 7 8
   shards "$b" 18 0 1 2 9 10 11 6 7 8
-  shards "$c" 12 0 1 2 6 7 8
+  reuse="runs/plan/b;results/plan/b" shards "$c" 12 0 1 2 6 7 8
 )
 mapfile -t items_b < <(
   echo "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
@@ -45,13 +48,13 @@ mapfile -t items_b < <(
   echo "quick_bf16|configs/experiments/multi30k_quick.gin|training.precision = 'bf16'|"
   shards "$a" 12 4 5 9 10 11
   shards "$b" 18 3 4 5 12 13 14 15 16 17
-  shards "$c" 12 3 4 5 9 10 11
+  reuse="runs/plan/b;results/plan/b" shards "$c" 12 3 4 5 9 10 11
 )
 case "$lane" in a|b) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
 declare -n items="items_${lane}"
 
 for item in "${items[@]}"; do
-  IFS='|' read -r name config bindings shard <<<"$item"
+  IFS='|' read -r name config bindings shard reuse <<<"$item"
   out="runs/plan/$name"
   folder="$out"
   if [[ -n "$shard" ]]; then folder="$out/shard-${shard%/*}-of-${shard#*/}"; fi
@@ -64,6 +67,8 @@ for item in "${items[@]}"; do
   [[ -e "$folder/comparison.json" ]] && args+=(--resume)
   IFS=';' read -ra binds <<<"$bindings"
   for b in "${binds[@]}"; do args+=(--gin-param "$b"); done
+  IFS=';' read -ra reuses <<<"${reuse:-}"
+  for r in "${reuses[@]}"; do [[ -d "$r" ]] && args+=(--reuse "$r"); done
   log="runs/plan/$name${shard:+-${shard%/*}}.log"
   echo "[$lane] $(date -u +%FT%TZ) structattn ${args[*]}" >>"$log"
   python -m structattn.cli "${args[@]}" >>"$log" 2>&1

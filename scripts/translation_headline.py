@@ -385,12 +385,18 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
     cpus = sorted({str(r.get("provenance", {}).get("cpu", "unknown CPU")) for r in records})
     threads = sorted({str(r.get("provenance", {}).get("torch_threads", "?")) for r in records})
     precisions = sorted({str(r.get("precision", "fp32")) for r in records})
-    hours = sum(float(r.get("time_s", 0.0)) for r in records) / 3600
+    reused = [r for r in records if "reused_from" in (r.get("provenance") or {})]
+    hours = sum(float(r.get("time_s", 0.0)) for r in records if r not in reused) / 3600
     runs = "; ".join(f"{r['setting']} s{r['seed']}: "
                      + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)") if "steps" in r else "?")
-                     + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "") for r in records)
+                     + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "")
+                     + (f", reused from {r['provenance']['reused_from']['run_id']}" if r in reused else "")
+                     for r in records)
+    spent = (f"{hours:.1f} h of run time in all" if not reused else
+             f"{hours:.1f} h of run time for the {len(records) - len(reused)} trained here ({len(reused)} identical "
+             "runs of another comparison reused, `compare --reuse`, not trained twice)")
     return (f"{len(records)} runs kept, seeds {', '.join(map(str, seeds))}; {'/'.join(precisions)} on "
-            f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {hours:.1f} h of run time in all. Each "
+            f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {spent}. Each "
             f"run's steps (dev BLEU chose its checkpoint; cap: stopped by the step cap, not by patience) and run "
             f"time: {runs}.")
 

@@ -36,7 +36,8 @@ from structattn.progress import progress_disabled
 def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),
             mode: str = "refuse", shard: str | tuple[int, int] | None = None, quiet: bool = False,
             plots: bool = True, threads: int | None = None, imports: Sequence[str] = (),
-            dry_run: bool = False, dask: str | None = None, time_limit: float | str | None = None) -> Any:
+            dry_run: bool = False, dask: str | None = None, time_limit: float | str | None = None,
+            reuse: str | os.PathLike | Sequence[str | os.PathLike] = ()) -> Any:
     """Train and compare every task x setting x seed of a config, as ``structattn compare``.
 
     Args:
@@ -60,6 +61,10 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
         time_limit: ``"2h40m"``, ``"90m"`` or seconds (``--time-limit``): after that long the run in progress
             writes its ``last.pt`` and stops, no further run starts, and a line on stderr says what finished
             and what is left; call again with ``mode="resume"`` to continue. Serial runs only.
+        reuse: folders of other comparisons (compare folders, kept folders, or folders of shard folders;
+            ``--reuse``, repeatable): a run of this comparison not finished in ``out`` whose run key (task spec,
+            plan, seed and setup) matches a record there is copied in, relabelled and with
+            ``provenance.reused_from``, instead of being trained (see :mod:`structattn.experiments.reuse`).
 
     Returns:
         The records of the finished runs (one dict per run: ``run_id``, ``metrics``, ``history``, ...), a list
@@ -67,7 +72,9 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
 
     Raises:
         ValueError: a bad config or binding, an unknown ``mode`` or ``shard``, ``out`` holds outputs and
-            ``mode`` is ``"refuse"``, or ``out`` would overwrite the config.
+            ``mode`` is ``"refuse"``, ``out`` would overwrite the config, or a ``reuse`` folder is missing, not
+            a compare folder, or holds a match that is refused (another precision, other data, or two matches
+            whose metrics differ; both files named).
         FileNotFoundError: no such config file, or an include found nowhere.
     """
     from structattn.experiments import gin_setup
@@ -87,9 +94,10 @@ def compare(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overri
                 raise ValueError(f"dask must be a scheduler address or 'local:N', got {dask!r}")
             overrides = [*([overrides] if isinstance(overrides, str) else overrides), f"compare.dask = {dask!r}"]
         parse_config(path, overrides, threads, "compare")
+    reuse = [reuse] if isinstance(reuse, (str, os.PathLike)) else list(reuse)
     with gin_suffix_removed(), busy_aware_threads(None):  # an explicit `threads` is bound in gin above
         return gin_setup.compare(out, shard=shard, quiet=progress_disabled(quiet), dry_run=dry_run, plots=plots,
-                                 mode=mode, time_limit=time_limit)
+                                 mode=mode, time_limit=time_limit, reuse=reuse)
 
 
 def train(config_or_path: str | os.PathLike, out: str | os.PathLike, *, overrides: str | Sequence[str] = (),

@@ -1,7 +1,7 @@
 """The ``structattn`` command.
 
     structattn train CONFIG.gin [--gin-param B ...] --out DIR [--resume | --overwrite]
-    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N] [--dask ADDRESS|local:N] [--resume | --overwrite]
+    structattn compare CONFIG.gin [--gin-param B ...] --out DIR [--shard i/N] [--dask ADDRESS|local:N] [--reuse FOLDER ...] [--resume | --overwrite]
     structattn merge DIR... [--out DIR] [--overwrite]
     structattn eval CHECKPOINT [--split test]
     structattn structures ...     (structattn.structures.commands: demo, cache precompute)
@@ -96,7 +96,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                          "nothing was run (give the time left, e.g. --time-limit 2h40m)")
     result = api.compare(Path(args.config), args.out, overrides=list(args.gin_param), dask=args.dask, mode=_mode(args),
                          shard=args.shard, quiet=_quiet(args), plots=not args.no_plots, threads=args.threads,
-                         dry_run=args.dry_run, time_limit=args.time_limit)
+                         dry_run=args.dry_run, time_limit=args.time_limit, reuse=args.reuse)
     if args.dry_run:
         print(f"config OK: {len(result.runs())} runs; every setting built and run forward")
     elif getattr(result, "left", None):
@@ -196,13 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
                      "eval_batch_size may change; other differences from the checkpoint are refused)")
     p.set_defaults(run=cmd_train)
 
-    p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, significance.csv (paired tests against the reference setting), results.md, config.gin and plots/ to --out.")
+    p = sub.add_parser("compare", help="train and compare runs declared in a gin config", description="Train every task x setting x seed declared in the config; writes results.csv, significance.csv (paired tests against the reference setting), results.md, config.gin and plots/ to --out. With --reuse FOLDER, runs identical to finished runs of another comparison are copied from it instead of trained.")
     _gin_args(p)
     _output_flags(p, "keep the finished runs in --out whose records match this comparison, continue the others "
                      "from their last.pt")
     p.add_argument("--shard", metavar="i/N", help="run only shard i of N (0-based), into OUT/shard-i-of-N/; `structattn merge OUT` merges the shards it holds")
     p.add_argument("--dask", metavar="ADDRESS|local:N", help="run every run as one Dask task on the scheduler at ADDRESS (tcp://host:8786; workers must see --out at the same path) or on a local cluster of N single-threaded worker processes (local:N); see docs/cluster.md")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument("--reuse", metavar="FOLDER", action="append", default=[], help="a folder of another comparison (compare folder, kept folder, or folder of shard-i-of-N ones; repeatable): a run not finished in --out whose run key (task spec, plan, seed, setup; not the labels) matches a record there is copied in, relabelled, with provenance.reused_from and its log.jsonl, instead of being trained; a match of another precision or other data, or two matches with different metrics, is refused naming both files")
     p.add_argument("--time-limit", metavar="DURATION", help="stop after DURATION (2h40m, 90m, 45s): the run in progress saves its last.pt at the step it reached, no further run starts, and the command says what is left and exits with status 3; the same command with --resume continues (serial runs only)")
     p.set_defaults(run=cmd_compare)
 

@@ -56,7 +56,9 @@ def test_a_lane_runs_its_items_in_order_and_marks_them_done(tmp_path):
     for c in made[1:]:  # every shard of a config carries the same binding: soft_bias at the rate dev picked
         item = out_and_shard(c).split()[0].rsplit("/", 1)[1]
         assert c.startswith(f"-m structattn.cli compare configs/experiments/{configs[item]}.gin ")
-        assert c.endswith("--gin-param compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}")
+        assert c.split(" --reuse ")[0].endswith(
+            "--gin-param compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}")
+        assert ("--reuse runs/plan/b" in c) == (item == "c")  # (b)'s folder exists by then: lane a made it
     assert (tmp_path / "runs/plan/tune_lr0.001/.plan_done").exists()
     assert (tmp_path / "runs/plan/a/shard-2-of-12/.plan_done").exists()
     assert (tmp_path / "runs/plan/c/shard-8-of-12/.plan_done").exists()
@@ -105,3 +107,18 @@ def test_lane_b_runs_the_precision_check_after_its_first_29k_run(tmp_path):
     for call, precision in zip(made[2:4], ("fp32", "bf16")):
         assert call.startswith("-m structattn.cli compare configs/experiments/multi30k_quick.gin ")
         assert call.endswith(f"--gin-param training.precision = '{precision}'")
+
+
+def test_parser_noise_items_reuse_the_low_resource_runs_that_exist(tmp_path):
+    (tmp_path / "results/plan/b").mkdir(parents=True)  # kept (b) shards; runs/plan/b is made by lane a's own (b) items
+    assert run_lane(tmp_path, "b").returncode == 0
+    made = calls(tmp_path)
+    noise = [c for c in made if "--out runs/plan/c " in c]
+    assert len(noise) == 6 and all(c.endswith(" --reuse results/plan/b") for c in noise)
+    assert not [c for c in made if "--reuse" in c and "--out runs/plan/c " not in c]
+    (tmp_path / "runs/plan/b").mkdir(parents=True, exist_ok=True)
+    for done in (tmp_path / "runs/plan/c").glob("shard-*/.plan_done"):
+        done.unlink()
+    assert run_lane(tmp_path, "b").returncode == 0
+    again = [c for c in calls(tmp_path)[len(made):] if "--out runs/plan/c " in c]
+    assert len(again) == 6 and all(c.endswith(" --reuse runs/plan/b --reuse results/plan/b") for c in again)

@@ -234,3 +234,16 @@ def test_docs_block_gives_each_comparisons_cost_tables_interactions_and_floor(co
     mean, std = mean_std([r["metrics"]["bleu"] for r in ten_k if r["setting"] == "full"])
     assert f"The floor, no prior: full at 10k pairs from (b) ('en->de 10k', the same subsample and test set), " \
            f"{mean:.2f} ± {std:.2f} BLEU over seeds 0, 1." in text
+
+
+def test_the_cost_line_counts_reused_runs_once():
+    trained = {"setting": "soft_bias(dep)", "seed": 0, "steps": 6000, "stopped_early": False, "time_s": 7200.0,
+               "precision": "bf16", "provenance": {"cpu": "AMD EPYC", "torch_threads": 1}}
+    reused = {**trained, "setting": "hard_mask(dep)", "time_s": 3600.0,
+              "provenance": {**trained["provenance"], "reused_from": {"run_id": "012_en-de-10k_soft-bias-dep_s0"}}}
+    line = headline._cost_line([trained, reused])
+    assert "2 runs kept, seeds 0; bf16 on AMD EPYC, 1 thread(s) a run; 2.0 h of run time for the 1 trained here " \
+           "(1 identical runs of another comparison reused" in line
+    assert "hard_mask(dep) s0: 6000 (cap), 1.00 h, reused from 012_en-de-10k_soft-bias-dep_s0" in line
+    assert "3.0 h" not in line
+    assert "2.0 h of run time in all" in headline._cost_line([trained])

@@ -19,6 +19,8 @@ from structattn.experiments.provenance import Stopwatch, environment, now_iso
 from structattn.experiments.outputs import COMPARE_OUTPUTS, TRAIN_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.record_checks import write_atomic, write_record_file
 from structattn.experiments.records import make_manifest, read_manifest, read_records
+from structattn.experiments.reuse import Match, Wanted, copy_run_files, find_matches, read_candidates, \
+    reuse_folders, reused_record
 from structattn.experiments.results import write_tables
 from structattn.experiments.run import execute
 from structattn.experiments.runners import runner_for
@@ -139,11 +141,21 @@ class Comparison:
         text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def run_key(self, spec: RunSpec) -> str:
+        """Hash of everything that defines the one run ``spec`` (task spec, plan, seed, and its setting's setup)
+        and of nothing else: no labels, no other runs. Another comparison declaring the same run under other
+        labels gives it the same key (``compare --reuse``, :mod:`structattn.experiments.reuse`)."""
+        fields = {"task": spec.task, "plan": spec.plan, "seed": spec.seed,
+                  "setup": self.setup_for(spec.setting).to_dict()}
+        text = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
 
 def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[int, int] | None = None,
                    config: str = "", quiet: bool = False, context: Distributed = Distributed(),
                    plots: bool = True, mode: str = "refuse", reference: str | None = None,
-                   executor: Executor | None = None, time_limit: float | str | None = None) -> "Records":
+                   executor: Executor | None = None, time_limit: float | str | None = None,
+                   reuse: Sequence[str | Path] = ()) -> "Records":
     """Validate, then train and evaluate the runs of this shard; write records, tables, config and plots.
 
     ``reference``: the setting label every other setting is tested against in ``significance.csv`` and
@@ -164,10 +176,18 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     are not written, and the returned :class:`Records` has the ids of the unfinished runs in ``left``. The same
     command with ``mode="resume"`` (``--resume``) continues where it stopped, in plan order.
 
+    ``reuse`` (``--reuse FOLDER``): compare folders (kept ones, or folders of shard folders) of other
+    comparisons; a run of this shard that is not finished in ``out`` and has a record of the same
+    :meth:`Comparison.run_key` there is copied in as this comparison's record (relabelled, with
+    ``provenance.reused_from``; its training log beside it) instead of being trained; see
+    :mod:`structattn.experiments.reuse`. ``provenance.json`` lists the reused runs (``reused_runs``).
+
     Raises:
         ValueError: a bad declaration, an unusable or used folder (see
             :func:`structattn.experiments.outputs.check_output_folder`), a folder in use by another client,
-            or, on resume, a folder holding another comparison or stray records.
+            or, on resume, a folder holding another comparison or stray records; a ``reuse`` folder that is
+            missing or not a compare folder, or a match refused (another precision, other data, two matches
+            with different metrics; naming both files).
         RunsFailed: runs raised (executors that carry on past a failure); the others are recorded.
     """
     out = Path(out_dir)
@@ -185,12 +205,14 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
     if reference is not None and reference not in comparison.settings:
         raise ValueError(f"compare reference {reference!r} is not one of the settings {list(comparison.settings)}")
     manifest = make_manifest(comparison.fingerprint(), len(runs), shard, mine, reference)
+    candidates = read_candidates(reuse_folders(reuse, out)) if reuse else {}  # refused before the folder is used
     if out.exists() and not out.is_dir():
         check_output_folder(out, COMPARE_OUTPUTS, mode)  # names the file: the lock could not be taken in it
     with FolderLock(out) if context.is_main else contextlib.nullcontext():
         used = check_output_folder(out, COMPARE_OUTPUTS, mode)  # inside the lock: a busy folder says so first
-        done = _finished(out, manifest, resolve_precision(comparison.setup.training.precision, context.device)) \
+        kept = _finished(out, manifest, resolve_precision(comparison.setup.training.precision, context.device)) \
             if used and mode == "resume" else {}
+        matches = _matches(comparison, mine, kept, candidates, context.device, out)
         barrier(context)  # every process has seen the folder as it was before the main one writes
         executor = executor or SerialExecutor(context, quiet)
         executor.check_folder(out)  # before anything is written
@@ -201,14 +223,16 @@ def run_comparison(comparison: Comparison, out_dir: str | Path, *, shard: tuple[
             write_atomic(out / "config.gin", config)
             write_atomic(out / "comparison.json", json.dumps(manifest, indent=1))
             write_provenance(out, watch, {}, finished=False)
+        reused = _copy_reused(matches, mine, out, manifest, quiet, context)
+        done = {**{index: record for index, (_, record) in kept.items()}, **reused}
         with deadline(limit):
             records, failed, stopped = _run_all(executor, comparison, mine, done, out, config, manifest, quiet,
-                                                context)
+                                                context, sorted(reused))
         if context.is_main:
             if not failed and stopped is None:
                 report(records, out, len(runs), plots, reference)
             write_provenance(out, watch, _checksums(records), finished=not failed and stopped is None,
-                             kept=sorted(done))
+                             kept=sorted(kept), reused=[r["index"] for r in records if _reused_from(r)])
     finished = {r["index"] for r in records}
     result = Records(records, [] if stopped is None else [s.run_id for s in mine if s.index not in finished])
     if stopped is not None and context.is_main:
@@ -245,13 +269,14 @@ class RunsFailed(RuntimeError):
 
 
 def _run_all(executor: Executor, comparison: Comparison, mine: Sequence[RunSpec], done: Mapping[int, dict[str, Any]],
-             out: Path, config: str, manifest: Mapping[str, Any], quiet: bool, context: Distributed
-             ) -> tuple[list[dict[str, Any]], list[Outcome], TimeLimitReached | None]:
-    """Keep the ``done`` records, run the others on ``executor``, write each record as it arrives; the
-    records in run order, the outcomes of the runs that failed, and the stop at the time limit (or ``None``)."""
+             out: Path, config: str, manifest: Mapping[str, Any], quiet: bool, context: Distributed,
+             reused: Sequence[int] = ()) -> tuple[list[dict[str, Any]], list[Outcome], TimeLimitReached | None]:
+    """Keep the ``done`` records (those of ``reused`` were just copied in, and said so), run the others on
+    ``executor``, write each record as it arrives; the records in run order, the outcomes of the runs that
+    failed, and the stop at the time limit (or ``None``)."""
     finished, failed, stopped = dict(done), [], None
     for spec in mine:
-        if spec.index in done and not quiet and context.is_main:
+        if spec.index in done and spec.index not in reused and not quiet and context.is_main:
             print(f"[{spec.index + 1}/{manifest['runs']}] {spec.run_id}: finished, kept", flush=True)
     kept_data = _checksums(done.values())
     jobs = [RunJob(comparison, spec, str(out), config, manifest["fingerprint"], kept_data) for spec in mine
@@ -282,12 +307,14 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
     kept = job.data_sha256.get(spec.task_label)
     if kept is not None and kept != data.checksum:
         raise ValueError(f"--resume: the data of task {spec.task_label!r} changed since the runs kept in {job.out!r} "
-                         f"were trained (sha256 {kept[:16]} then, {data.checksum[:16]} now: another version of the "
-                         "corpus or another path to it); run on the same data, or start a fresh --out")
+                         f"(or reused into it with --reuse) were trained (sha256 {kept[:16]} then, "
+                         f"{data.checksum[:16]} now: another version of the corpus or another path to it); run on the "
+                         "same data, or start a fresh --out")
     last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
     record = execute(spec, job.comparison.setup_for(spec.setting), data, out_dir=out / "runs" / spec.run_id, context=context,
                      quiet=quiet, config=job.config, resume=last if last.is_file() else None)
     record["fingerprint"] = job.fingerprint
+    record["run_key"] = job.comparison.run_key(spec)
     return record
 
 
@@ -361,17 +388,19 @@ class FolderLock:
 
 
 def write_provenance(out: Path, watch: Stopwatch, data: Mapping[str, str], *, finished: bool,
-                     kept: Sequence[int] = ()) -> None:
+                     kept: Sequence[int] = (), reused: Sequence[int] = ()) -> None:
     """``out/provenance.json``: the environment (versions, commit, CPU, command, plugins), start and wall
-    time, each task's data checksum, and on resume the runs kept from before (their records hold their own)."""
+    time, each task's data checksum, on resume the runs kept from before (their records hold their own), and
+    the runs copied from other comparisons (``--reuse``, now or by an earlier command; their records say from
+    where, ``provenance.reused_from``)."""
     text = {**environment(), **watch.fields(), "finished": finished, "data_sha256": dict(data),
-            "kept_runs": list(kept)}
+            "kept_runs": list(kept), "reused_runs": list(reused)}
     write_atomic(out / "provenance.json", json.dumps(text, indent=1))
 
 
-def _finished(out: Path, manifest: dict[str, Any], precision: str) -> dict[int, dict[str, Any]]:
+def _finished(out: Path, manifest: dict[str, Any], precision: str) -> dict[int, tuple[Path, dict[str, Any]]]:
     """On resume: the records already in ``out`` (checked against the new manifest, and trained in
-    ``precision``, what the config's ``training.precision`` means here), by run index."""
+    ``precision``, what the config's ``training.precision`` means here) with their files, by run index."""
     if (out / "comparison.json").is_file():
         old = read_manifest(out)
         if old.get("fingerprint") != manifest["fingerprint"]:
@@ -385,7 +414,42 @@ def _finished(out: Path, manifest: dict[str, Any], precision: str) -> dict[int, 
             raise ValueError(f"--resume: {str(path)!r} trained in {record_precision(record)}, but this comparison's "
                              f"training.precision means {precision} here ('auto' resolves per machine); resume on a "
                              f"machine where it means {record_precision(record)}, or bind that precision")
-    return {index: record for index, (_, record) in kept.items()}
+    return kept
+
+
+def _matches(comparison: Comparison, mine: Sequence[RunSpec], kept: Mapping[int, tuple[Path, dict[str, Any]]],
+             candidates: Mapping[str, Sequence[Match]], device: Any, out: Path) -> dict[int, Match]:
+    """``--reuse``: the match of each run of ``mine`` not ``kept`` that has one among ``candidates`` (checked:
+    :func:`structattn.experiments.reuse.find_matches`), by run index."""
+    if not candidates:
+        return {}
+    wanted = [Wanted(spec, comparison.run_key(spec),
+                     resolve_precision(comparison.setup_for(spec.setting).training.precision, device))
+              for spec in mine if spec.index not in kept]
+    return find_matches(candidates, wanted, kept, out)
+
+
+def _copy_reused(matches: Mapping[int, Match], mine: Sequence[RunSpec], out: Path, manifest: Mapping[str, Any],
+                 quiet: bool, context: Distributed) -> dict[int, dict[str, Any]]:
+    """Write each match into ``out`` as this comparison's record (and copy its log), saying so; the records
+    (references read again from the corpus kept in memory, as for kept runs), by run index."""
+    reused = {}
+    for spec in mine:
+        if spec.index not in matches:
+            continue
+        match = matches[spec.index]
+        record = reused_record(match, spec, manifest["fingerprint"])
+        if context.is_main:
+            record = {**record, "checksum": write_record(out, record)["checksum"]}
+            copy_run_files(match, out / "runs" / spec.run_id)
+            if not quiet:
+                print(f"[{spec.index + 1}/{manifest['runs']}] {spec.run_id}: reused from {match.path}", flush=True)
+        reused[spec.index] = record
+    return reused
+
+
+def _reused_from(record: Mapping[str, Any]) -> bool:
+    return "reused_from" in (record.get("provenance") or {})
 
 
 def train_one(comparison: Comparison, out_dir: str | Path, *, config: str = "", quiet: bool = False,

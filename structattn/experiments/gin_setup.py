@@ -117,14 +117,15 @@ def train(out_dir: str | Path, *, task: str = gin.REQUIRED, attention: str = gin
         distributed.teardown()
 
 
-@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots", "mode", "time_limit"])
+@gin.configurable("compare", denylist=["out_dir", "shard", "quiet", "dry_run", "plots", "mode", "time_limit", "reuse"])
 def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping[str, str] = gin.REQUIRED,
             settings: Sequence[str] | Mapping[str, str] = gin.REQUIRED, seeds: Sequence[int] = (0,),
             threads: int | None = None, shard: tuple[int, int] | None = None, quiet: bool = False,
             dry_run: bool = False, plots: bool = True, probes: Sequence[str] = (),
             mode: str = "refuse", reference: str | None = None,
             dask: str | None = None, time_limit: float | str | None = None,
-            training_by_setting: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]] | Comparison:
+            training_by_setting: Mapping[str, Mapping[str, Any]] | None = None,
+            reuse: Sequence[str | Path] = ()) -> list[dict[str, Any]] | Comparison:
     """Root of ``structattn compare``: every task x setting x seed (or one shard of them) into ``out_dir``
     (a shard into ``out_dir/shard-i-of-N/``, see :func:`~structattn.experiments.shards.shard_folder`);
     ``threads`` and ``mode`` as for :func:`train`; ``probes``: probe steps run after each training
@@ -136,7 +137,9 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
     :mod:`structattn.experiments.executors`; default: one run after another here); ``time_limit``: stop at a
     checkpoint after that long (``--time-limit``, see :func:`~structattn.experiments.compare.run_comparison`);
     ``training_by_setting``: training options of one setting that differ from ``training.*``
-    (``compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}``: each setting at its own tuned rate)."""
+    (``compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}``: each setting at its own tuned rate);
+    ``reuse``: folders of other comparisons whose finished runs identical to this comparison's are copied in
+    instead of trained (``--reuse``, see :mod:`structattn.experiments.reuse`)."""
     from structattn.experiments.executors import make_executor, parse_address
     from structattn.experiments.shards import shard_folder
 
@@ -164,7 +167,8 @@ def compare(out_dir: str | Path | None = None, *, tasks: Sequence[str] | Mapping
         with make_executor(dask, context, quiet) as executor:
             return run_comparison(comparison, shard_folder(out_dir, shard), shard=shard,
                                   config=gin.operative_config_str(), quiet=quiet, context=context, plots=plots,
-                                  mode=mode, reference=reference, executor=executor, time_limit=time_limit)
+                                  mode=mode, reference=reference, executor=executor, time_limit=time_limit,
+                                  reuse=reuse)
     finally:
         distributed.teardown()
 

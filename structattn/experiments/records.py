@@ -101,3 +101,25 @@ def config_precision(folder: Path) -> str:
     text = path.read_text() if path.is_file() else ""
     found = re.findall(r"^training\.precision\s*=\s*['\"](\w+)['\"]", text, flags=re.MULTILINE)
     return found[-1] if found else "fp32"
+
+
+#: the name of a shard folder, ``shard-i-of-N`` (written by :func:`structattn.experiments.shards.shard_folder`)
+SHARD_NAME = re.compile(r"shard-(\d+)-of-(\d+)")
+
+
+def shard_folders(folder: str | Path) -> list[Path]:
+    """The compare folders ``folder`` stands for: itself when it holds ``comparison.json``, else its
+    ``shard-i-of-N`` subfolders (in shard order). What ``merge``, ``compare --reuse`` and the table scripts read.
+
+    Raises:
+        FileNotFoundError: neither (naming the folder).
+    """
+    folder = Path(folder)
+    if (folder / "comparison.json").is_file():
+        return [folder]
+    found = [(tuple(map(int, m.groups())), p) for p in folder.glob("shard-*-of-*")
+             if (m := SHARD_NAME.fullmatch(p.name)) and (p / "comparison.json").is_file()]
+    if not found:
+        raise FileNotFoundError(f"{str(folder)!r} is not a compare output directory (no comparison.json) and holds "
+                                "no shard-i-of-N folders with one")
+    return [p for _, p in sorted(found)]

@@ -18,7 +18,6 @@ shards given the same ``--out`` (on a shared folder, or copied together afterwar
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,7 +26,7 @@ from structattn.experiments.compare import report
 from structattn.experiments.provenance import environment
 from structattn.experiments.outputs import COMPARE_OUTPUTS, check_output_folder, clear_outputs
 from structattn.experiments.record_checks import data_sha256, write_atomic, write_record_file
-from structattn.experiments.records import read_manifest, read_records
+from structattn.experiments.records import read_manifest, read_records, shard_folders
 from structattn.training.precision import record_precision
 
 
@@ -49,27 +48,6 @@ def shard_folder(out: str | Path, shard: tuple[int, int] | None) -> Path:
     """Where shard ``(i, N)`` of a comparison given ``--out out`` writes: ``out/shard-i-of-N`` (``out`` itself
     when not sharded)."""
     return Path(out) if shard is None else Path(out) / f"shard-{shard[0]}-of-{shard[1]}"
-
-
-_SHARD_NAME = re.compile(r"shard-(\d+)-of-(\d+)")
-
-
-def shard_folders(folder: str | Path) -> list[Path]:
-    """The compare folders ``folder`` stands for: itself when it holds ``comparison.json``, else its
-    ``shard-i-of-N`` subfolders (in shard order).
-
-    Raises:
-        FileNotFoundError: neither (naming the folder).
-    """
-    folder = Path(folder)
-    if (folder / "comparison.json").is_file():
-        return [folder]
-    found = [(tuple(map(int, m.groups())), p) for p in folder.glob("shard-*-of-*")
-             if (m := _SHARD_NAME.fullmatch(p.name)) and (p / "comparison.json").is_file()]
-    if not found:
-        raise FileNotFoundError(f"{str(folder)!r} is not a compare output directory (no comparison.json) and holds "
-                                "no shard-i-of-N folders with one")
-    return [p for _, p in sorted(found)]
 
 
 def merge(dirs: Sequence[str | Path], out_dir: str | Path, plots: bool = True,
