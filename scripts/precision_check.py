@@ -53,6 +53,23 @@ def records_of(folder: Path, precision: str) -> dict[tuple[str, str, int], dict[
     return out
 
 
+def training_seconds(folder: Path) -> dict[str, float]:
+    """Each run's training time by run id: the ``elapsed_s`` of the last row of its ``runs/<run_id>/log.jsonl``
+    (counted across resumed sessions, unlike the ``time_s`` of records written before 78f9c5e); runs without a
+    log are left out."""
+    import json
+
+    from structattn.experiments.shards import shard_folders
+
+    out = {}
+    for sub in shard_folders(folder):
+        for log in sorted(sub.glob("runs/*/log.jsonl")):
+            rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            if rows:
+                out[log.parent.name] = float(rows[-1]["elapsed_s"])
+    return out
+
+
 def table(fp32: Path, bf16: Path) -> str:
     """The markdown block: one row per paired run and metric, then what it says."""
     from structattn.experiments.significance import ALPHA, holm, paired_corpus_test, paired_detectable_effect
@@ -84,12 +101,18 @@ def table(fp32: Path, bf16: Path) -> str:
     first = next(iter(a.values()))
     cpu = first.get("provenance", {}).get("cpu", "unknown CPU")
     threads = first.get("provenance", {}).get("torch_threads", "?")
-    minutes = {p: sum(float(r.get("time_s", 0.0)) for r in recs.values()) / 60 for p, recs in (("fp32", a), ("bf16", b))}
+    logged = {"fp32": training_seconds(fp32), "bf16": training_seconds(bf16)}
+    if all(len(logged[p]) == len(recs) for p, recs in (("fp32", a), ("bf16", b))):
+        what = "min of training (dev checks included, the test decode not; from each run's log.jsonl)"
+        minutes = {p: sum(seconds.values()) / 60 for p, seconds in logged.items()}
+    else:  # a folder without training logs: the records' run time
+        what = "min of run time"
+        minutes = {p: sum(float(r.get("time_s", 0.0)) for r in recs.values()) / 60 for p, recs in (("fp32", a), ("bf16", b))}
     verdict = (f"**A detectable difference**: {', '.join(significant)} (p Holm < {ALPHA})." if significant else
                f"**No detectable difference** between bf16 and fp32 training (every p Holm >= {ALPHA}).")
     lines += ["", f"sacreBLEU's paired bootstrap over the {len(pa['ids'])} test sentences, 1,000 resamples, Holm over "
               f"the {len(rows)} rows; \"detectable\" is the difference this pairing detects at power 0.8. Trained on "
-              f"{cpu}, {threads} thread(s) a run: {minutes['fp32']:.0f} min of run time in fp32, {minutes['bf16']:.0f} min in bf16. "
+              f"{cpu}, {threads} thread(s) a run: {minutes['fp32']:.0f} {what} in fp32, {minutes['bf16']:.0f} min in bf16. "
               f"{verdict}", ""]
     return "\n".join(lines)
 

@@ -80,3 +80,17 @@ def test_folders_in_the_wrong_places_or_with_other_runs_are_refused(folders):
     with pytest.raises(ValueError, match="the two folders hold different runs"):
         check.table(fp32, bf16)
     assert check.table(fp32, bf16.parent / "nothing").startswith("Not run yet: no records under")
+
+
+def test_the_time_is_the_logged_training_time_when_every_run_has_a_log(folders):
+    fp32, bf16, records = folders
+    assert "min of run time in fp32" in check.table(fp32, bf16)  # the fixture keeps no training logs
+    for folder, seconds in ((fp32, 600.0), (bf16, 300.0)):
+        for r in records:
+            log = folder / "runs" / r["run_id"] / "log.jsonl"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text('{"step": 3, "elapsed_s": 1.0}\n' f'{{"step": 6, "elapsed_s": {seconds}}}\n')
+    assert check.training_seconds(fp32) == {r["run_id"]: 600.0 for r in records}
+    text = check.table(fp32, bf16)
+    assert (f"{len(records) * 10} min of training (dev checks included, the test decode not; from each run's "
+            f"log.jsonl) in fp32, {len(records) * 5} min in bf16") in text
