@@ -181,7 +181,9 @@ def test_reuse_from_a_kept_folder_and_from_a_folder_of_shards(x, tmp_path, train
     assert {r["provenance"]["reused_from"]["folder"] for r in records} == {str(tmp_path / "sharded" / "shard-0-of-1")}
 
 
-def test_the_command_passes_reuse_through(x, tmp_path, trained, capsys):
+def test_the_command_passes_reuse_through(x, tmp_path, trained, capsys, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # CI (and STRUCTATTN_QUIET) make the command quiet: no per-run lines
+    monkeypatch.delenv("STRUCTATTN_QUIET", raising=False)
     config = tmp_path / "y.gin"
     config.write_text(Y_ALL)
     argv = ["compare", str(config), "--out", str(tmp_path / "y"), "--threads", "1", "--no-plots"]
