@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import structattn.experiments.compare as compare_module
 from structattn import api, cli
 from structattn.experiments import Comparison, gin_setup, merge
 from structattn.experiments.keep import keep
@@ -53,15 +52,6 @@ def x(tmp_path_factory):
     out = tmp_path_factory.mktemp("x") / "out"
     run(X, out)
     return out
-
-
-@pytest.fixture
-def trained(monkeypatch):
-    """The run ids trained (not reused) by the comparisons of the test."""
-    ids = []
-    real = compare_module.execute
-    monkeypatch.setattr(compare_module, "execute", lambda spec, *a, **k: ids.append(spec.run_id) or real(spec, *a, **k))
-    return ids
 
 
 def record(folder: Path, run_id: str) -> dict:
