@@ -35,6 +35,8 @@ class Seq2SeqTrainer(TrainingLoop):
             (``log.jsonl``, ``log.csv``, ``tb/``) goes beside it (see :attr:`TrainingLoop.log_dir`).
         checkpoint_extra: stored in every checkpoint (``config``, ``meta``).
         quiet: no progress bars.
+        run_id: names the run in errors and in the :class:`~structattn.training.deadline.TimeLimitReached` a
+            time limit raises (``compare`` reports which run stopped where).
 
     ``fit(train, dev, resume)``: as for ``Trainer``, a ``last.pt`` trained with other settings (anything but
     ``max_steps``, ``eval_every``, ``patience``, ``eval_batch_size``: learning rate, seed, ``meta``) is refused
@@ -44,10 +46,10 @@ class Seq2SeqTrainer(TrainingLoop):
     def __init__(self, model: Seq2SeqModel, config: TrainConfig, *, label_smoothing: float = 0.1, seed: int = 0,
                  device: torch.device | str = "cpu", dev_score: Callable[[Seq2SeqModel], float] | None = None,
                  checkpoint_dir: str | Path | None = None, checkpoint_extra: dict[str, Any] | None = None,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, run_id: str | None = None) -> None:
         super().__init__(model.to(device), config, checkpoint_dir, checkpoint_extra)
         self.label_smoothing, self.seed, self.device = label_smoothing, seed, device
-        self.dev_score, self.quiet = dev_score, quiet
+        self.dev_score, self.quiet, self.run_id = dev_score, quiet, run_id
 
     def _sampler(self, train: Sequence[PairExample]) -> LengthBucketSampler:
         lengths = [len(e) + len(e.target_ids) for e in train]

@@ -127,3 +127,21 @@ def test_a_resumed_runs_time_counts_its_earlier_segments(tmp_path, monkeypatch):
     assert 1000.0 < resumed["time_s"] < 1000.0 + resumed["provenance"]["wall_time_s"] + 1.0
     assert fresh["provenance"]["earlier_segments_s"] == 0.0
     assert fresh["time_s"] < 1000.0
+
+
+def test_a_stopped_translation_run_is_named(tmp_path, capsys, monkeypatch):
+    """The seq2seq runner names its run in the stop line (it said ``run None stopped at step 663`` and counted
+    the stopped run again as not started)."""
+    import structattn.training.loop as loop
+
+    config = CONFIG.replace("compare.tasks = {'depth': 'depth_tagging(limit=20)'}",
+                            "compare.tasks = {'tr': 'translation_synthetic(train=30, dev=6, test=6)'}")
+    assert config != CONFIG
+    checks = []
+    monkeypatch.setattr(loop, "past_deadline", lambda: checks.append(1) or len(checks) >= 2)
+    monkeypatch.setattr("structattn.experiments.compare.past_deadline", lambda: bool(checks))
+    stopped = api.compare(config, tmp_path / "o", quiet=True, plots=False, threads=1, time_limit="1h")
+    assert list(stopped) == [] and stopped.left == ["000_tr_full_s0", "001_tr_soft_s0"]
+    line = capsys.readouterr().err
+    assert "2 left: run 000_tr_full_s0 stopped at step 2 (continues from " in line
+    assert "1 not started (001_tr_soft_s0)" in line and "None" not in line

@@ -271,7 +271,7 @@ class Seq2SeqRunner(Runner):
         dev_score = lambda m: score_translations(m, view, "dev", beam=1, device=device)[0]["bleu"]  # noqa: E731
         trainer = Seq2SeqTrainer(model, setup.training, label_smoothing=data.task.seq2seq.label_smoothing,
                                  seed=spec.seed, device=device, dev_score=dev_score, quiet=job.quiet,
-                                 checkpoint_dir=job.checkpoint_dir,
+                                 checkpoint_dir=job.checkpoint_dir, run_id=spec.run_id,
                                  checkpoint_extra={"config": job.config, "meta": self.meta(job)})
         result = trainer.fit(view.examples["train"], view.examples["dev"], resume=job.resume)
         test = trainer.evaluate(view.examples["test"])
