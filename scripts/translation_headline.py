@@ -217,7 +217,7 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
     """A comparison's differences to its reference; with ``judge``, a verdict on the claim of a gain of at least
     ``CLAIMED`` BLEU for each (else the claim is judged by another row)."""
     head = f"| {label} (`{Path(config).name}`, {len(plan.seeds)} seeds, one shared budget) |"
-    kept = f"{len(records)} of {plan.runs} runs kept"
+    kept = f"{len(records)} of {plan.runs} runs kept{budget_words(records)}"
     tested = tested_settings(records, plan)
     if not tested:
         return f"{head} {kept} | **this data cannot decide yet** |"
@@ -229,6 +229,19 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
     elif len(records) < plan.runs:
         verdicts.append("the other settings: not all seeds kept yet")
     return f"{head} {kept}; {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+
+def budget_words(records: list[dict[str, Any]]) -> str:
+    """How many kept runs the step cap stopped rather than the dev patience, and in how many of those dev BLEU was
+    still at its best at the cap: such a comparison holds at this budget, not necessarily at convergence."""
+    capped = [r for r in records if "steps" in r and not r.get("stopped_early")]
+    if not capped:
+        return ""
+    caps = sorted({int(r["steps"]) for r in capped})
+    at_best = sum(r.get("best_step") == r["steps"] for r in capped)
+    cap = " / ".join(f"{c:,}" for c in caps)
+    return (f" ({len(capped)} of them stopped by the {cap}-step cap, not by the dev patience; {at_best} of those with "
+            "dev BLEU still at its best at the cap: differences hold at this budget, not necessarily at convergence)")
 
 
 def learnable_row(records: list[dict[str, Any]], plan: Plan, learnable: str = "soft_bias(dep)",

@@ -247,3 +247,19 @@ def test_the_cost_line_counts_reused_runs_once():
     assert "hard_mask(dep) s0: 6000 (cap), 1.00 h, reused from 012_en-de-10k_soft-bias-dep_s0" in line
     assert "3.0 h" not in line
     assert "2.0 h of run time in all" in headline._cost_line([trained])
+
+
+def test_comparison_rows_say_how_many_runs_the_step_cap_stopped(corpus):
+    """Runs that ran to the step cap make a budget-limited comparison, and the row says so; runs stopped by the
+    dev patience add nothing to it."""
+    records = load_records(FIXTURE)
+    for r, (steps, best, early) in zip(records, [(6000, 6000, False), (6000, 5000, False), (4000, 2000, True),
+                                                  (6000, 6000, False)]):
+        r.update(steps=steps, best_step=best, stopped_early=early)
+    row = headline.comparison_row("(x) fixture", "x.gin", records[:3], FIXTURE_PLAN)
+    assert row.endswith("| 3 of 4 runs kept (2 of them stopped by the 6,000-step cap, not by the dev patience; 1 of "
+                        "those with dev BLEU still at its best at the cap: differences hold at this budget, not "
+                        "necessarily at convergence) | **this data cannot decide yet** |")
+    for r in records:
+        r.update(stopped_early=True)
+    assert "cap" not in headline.comparison_row("(x) fixture", "x.gin", records, FIXTURE_PLAN)
