@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Run the compute plan's long Multi30k runs (docs/compute_plan.md), session by session, one lane per core.
 #   scripts/run_plan.sh LANE STOP_AT      e.g.  scripts/run_plan.sh a 23:45
+#   scripts/run_plan.sh status [REPO]     where every item of both lanes stands: kept (under REPO's results/, default
+#                                         this checkout's), finished and not kept yet (with the keep command to run),
+#                                         started (its last dev check, its checkpoint), not started
 # LANE is a or b (start both, in the background, one thread each); STOP_AT is a wall-clock time (`date -d`
 # syntax) by which every run of the lane has saved its checkpoint and stopped (compare --time-limit). A lane
 # works through its items in order: a finished item (its folder holds .plan_done) is skipped, a stopped one is
@@ -10,11 +13,12 @@
 # results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
 # still training.
 set -uo pipefail
-lane=${1:?usage: run_plan.sh LANE STOP_AT}
-stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
-: "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
+lane=${1:?usage: run_plan.sh LANE STOP_AT, or run_plan.sh status}
+if [[ "$lane" != status ]]; then
+  stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
+  : "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
+fi
 cd "$(dirname "$0")/.."
-mkdir -p runs/plan
 
 # item | config | gin bindings (';'-separated) | shard k/N (empty: the whole config) | reuse folders (';'-separated)
 # A reuse folder that exists is passed as --reuse: (c)'s soft_bias runs on spaCy's trees are (b)'s soft_bias runs
@@ -50,14 +54,54 @@ mapfile -t items_b < <(
   shards "$b" 18 3 4 5 12 13 14 15 16 17
   reuse="runs/plan/b;results/plan/b" shards "$c" 12 3 4 5 9 10 11
 )
+
+# Where item $1 (name|config|bindings|shard|reuse) runs, and where `structattn keep` puts it.
+folder_of() { local name config bindings shard reuse; IFS='|' read -r name config bindings shard reuse <<<"$1"
+  echo "runs/plan/$name${shard:+/shard-${shard%/*}-of-${shard#*/}}"; }
+kept_in() { local name config bindings shard reuse; IFS='|' read -r name config bindings shard reuse <<<"$1"
+  case "$name" in quick_*) echo "results/precision_quick/${name#quick_}";;
+                  *) echo "results/plan/$name${shard:+/shard-${shard%/*}-of-${shard#*/}}";; esac; }
+
+if [[ "$lane" == status ]]; then
+  repo=${2:-.}
+  [[ -d "$repo" ]] || { echo "no folder '$repo' (the checkout whose results/ holds the kept runs)" >&2; exit 2; }
+  here=; [[ "$repo" != . ]] && here="$PWD/"
+  for l in a b; do
+    declare -n these="items_$l"
+    counts=(0 0 0 0)  # kept, finished and not kept, started, not started
+    for item in "${these[@]}"; do
+      IFS='|' read -r name config bindings shard reuse <<<"$item"
+      folder=$(folder_of "$item"); dest="${repo%/}/$(kept_in "$item")"; dest=${dest#./}
+      label=$(printf '%-18s' "$name${shard:+ $shard}")
+      if [[ -e "$dest/provenance.json" ]]; then
+        echo "[$l] $label kept in $dest"; counts[0]=$(( counts[0] + 1 ))
+      elif [[ -e "$folder/.plan_done" ]]; then
+        echo "[$l] $label finished, not kept yet: structattn keep $here$folder $dest"; counts[1]=$(( counts[1] + 1 ))
+      elif [[ -e "$folder/comparison.json" ]]; then
+        step=$(cat "$folder"/runs/*/log.jsonl 2>/dev/null | grep -o '"step": [0-9]*' | tail -1 | grep -o '[0-9]*$')
+        saved=$(ls "$folder"/runs/*/checkpoints/last.pt 2>/dev/null | head -1)
+        if [[ -n "$step" ]]; then step="last dev check at step $step"; else step="no dev check yet"; fi
+        if [[ -n "$saved" ]]; then saved="resumes from $saved"; else saved="no checkpoint yet (restarts)"; fi
+        echo "[$l] $label started: $step; $saved"
+        counts[2]=$(( counts[2] + 1 ))
+      else
+        echo "[$l] $label not started"; counts[3]=$(( counts[3] + 1 ))
+      fi
+    done
+    echo "lane $l: ${counts[0]} kept, ${counts[1]} finished and not kept, ${counts[2]} started, ${counts[3]} not started"
+    unset -n these
+  done
+  exit 0
+fi
+
 case "$lane" in a|b) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
+mkdir -p runs/plan
 declare -n items="items_${lane}"
 
 for item in "${items[@]}"; do
   IFS='|' read -r name config bindings shard reuse <<<"$item"
   out="runs/plan/$name"
-  folder="$out"
-  if [[ -n "$shard" ]]; then folder="$out/shard-${shard%/*}-of-${shard#*/}"; fi
+  folder=$(folder_of "$item")
   label="$name${shard:+ shard $shard}"
   [[ -e "$folder/.plan_done" ]] && continue
   left=$(( stop_at - $(date +%s) ))

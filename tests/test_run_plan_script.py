@@ -122,3 +122,51 @@ def test_parser_noise_items_reuse_the_low_resource_runs_that_exist(tmp_path):
     assert run_lane(tmp_path, "b").returncode == 0
     again = [c for c in calls(tmp_path)[len(made):] if "--out runs/plan/c " in c]
     assert len(again) == 6 and all(c.endswith(" --reuse runs/plan/b --reuse results/plan/b") for c in again)
+
+
+def run_status(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    (tmp / "scripts").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
+    env = {k: v for k, v in os.environ.items() if k != "STRUCTATTN_MULTI30K"}  # status reads no corpus
+    return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), "status", *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_status_says_where_each_item_stands_and_how_to_keep_a_finished_one(tmp_path):
+    repo = tmp_path / "main"  # the checkout that holds the kept records; the runs train in tmp_path
+    (repo / "results/plan/tune_lr0.001").mkdir(parents=True)
+    (repo / "results/plan/tune_lr0.001/provenance.json").write_text("{}")
+    (repo / "results/precision_quick/fp32").mkdir(parents=True)
+    (repo / "results/precision_quick/fp32/provenance.json").write_text("{}")
+    (tmp_path / "runs/plan/a/shard-0-of-12").mkdir(parents=True)
+    (tmp_path / "runs/plan/a/shard-0-of-12/.plan_done").touch()
+    run = tmp_path / "runs/plan/a/shard-1-of-12/runs/001_x_full_s1"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints/last.pt").touch()
+    (run / "log.jsonl").write_text('{"step": 1000, "dev_score": 20.0}\n{"step": 2000, "dev_score": 30.0}\n')
+    (run.parents[1] / "comparison.json").write_text("{}")
+    (tmp_path / "runs/plan/a/shard-2-of-12/runs").mkdir(parents=True)
+    (tmp_path / "runs/plan/a/shard-2-of-12/comparison.json").write_text("{}")
+    done = run_status(tmp_path, str(repo))
+    assert done.returncode == 0, done.stderr
+    lines = {line.split("  ")[0]: line for line in done.stdout.splitlines() if line.startswith("[")}
+    assert lines["[a] tune_lr0.001"].endswith(f"kept in {repo}/results/plan/tune_lr0.001")
+    assert lines["[b] quick_fp32"].endswith(f"kept in {repo}/results/precision_quick/fp32")
+    assert lines["[a] a 0/12"].endswith(f"finished, not kept yet: structattn keep {tmp_path}/runs/plan/a/shard-0-of-12 "
+                                        f"{repo}/results/plan/a/shard-0-of-12")
+    assert lines["[a] a 1/12"].endswith(f"started: last dev check at step 2000; resumes from "
+                                        f"runs/plan/a/shard-1-of-12/runs/001_x_full_s1/checkpoints/last.pt")
+    assert lines["[a] a 2/12"].endswith("started: no dev check yet; no checkpoint yet (restarts)")
+    assert lines["[b] a 3/12"].endswith("not started")
+    assert "lane a: 1 kept, 1 finished and not kept, 2 started, 18 not started" in done.stdout
+    assert "lane b: 1 kept, 0 finished and not kept, 0 started, 23 not started" in done.stdout
+    assert not (tmp_path / "calls.txt").exists() and not (repo / "runs").exists()
+
+
+def test_status_in_the_checkout_itself_and_a_missing_repo(tmp_path):
+    (tmp_path / "results/plan/a/shard-3-of-12").mkdir(parents=True)
+    (tmp_path / "results/plan/a/shard-3-of-12/provenance.json").write_text("{}")
+    here = run_status(tmp_path)
+    assert here.returncode == 0 and "[b] a 3/12             kept in results/plan/a/shard-3-of-12" in here.stdout
+    missing = run_status(tmp_path, str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "no folder" in missing.stderr and "nowhere" in missing.stderr
