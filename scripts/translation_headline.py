@@ -24,8 +24,9 @@ the same checks as ``structattn merge`` (the references are read again from the 
   the same item bootstrap on the difference of the two gains, Holm over those comparisons;
 * (d): the learned bias of (a)'s soft_bias runs, per layer: the bucket where each seed's bias peaks.
 
-Verdicts: **holds** (a significant gain), **fails** (a significant loss, or an interval that excludes the
-claimed +0.5), or **this data cannot decide**.
+Verdicts on a claimed gain of +0.5 BLEU or more: **holds** (a significant gain whose interval reaches +0.5),
+**holds in direction only** (a significant gain whose interval stays below +0.5), **fails** (a significant
+loss, or an interval that excludes +0.5), or **this data cannot decide**.
 
 ``--write`` replaces the rows between ``<!-- multi30k-plan:start -->`` and ``<!-- multi30k-plan:end -->`` in
 README.md; with ``--docs`` it replaces the block between ``<!-- multi30k-plan-tables:start -->`` and
@@ -265,6 +266,8 @@ def learnable_row(records: list[dict[str, Any]], plan: Plan, learnable: str = "s
 def verdict(diff: float, ci_high: float, significant: bool) -> str:
     """holds / fails / this data cannot decide, for the claim of a gain of at least ``CLAIMED`` BLEU."""
     if significant and diff > 0:
+        if ci_high < CLAIMED:  # a real gain, but smaller than any the seeds claim
+            return f"**holds in direction only** (significant gain, but the interval excludes +{CLAIMED})"
         return "**holds** (significant gain)"
     if significant or ci_high < CLAIMED:
         return "**fails**" + (" (significant loss)" if significant else f" (the interval excludes +{CLAIMED})")

@@ -205,7 +205,9 @@ def test_tuning_row_picks_each_settings_rate_on_dev(corpus, tmp_path):
 
 @pytest.mark.parametrize("diff, high, significant, expected", [
     (0.8, 1.4, True, "**holds**"), (-0.6, -0.1, True, "**fails** (significant loss)"),
-    (0.1, 0.4, False, "**fails** (the interval excludes +0.5)"), (0.3, 0.9, False, "**this data cannot decide**")])
+    (0.1, 0.4, False, "**fails** (the interval excludes +0.5)"), (0.3, 0.9, False, "**this data cannot decide**"),
+    (0.3, 0.45, True, "**holds in direction only** (significant gain, but the interval excludes +0.5)"),
+    (0.3, 0.6, True, "**holds** (significant gain)")])
 def test_verdict_rule(diff, high, significant, expected):
     assert headline.verdict(diff, high, significant).startswith(expected)
 
