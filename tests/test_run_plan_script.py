@@ -154,8 +154,8 @@ def test_status_says_where_each_item_stands_and_how_to_keep_a_finished_one(tmp_p
     assert lines["[b] quick_fp32"].endswith(f"kept in {repo}/results/precision_quick/fp32")
     assert lines["[a] a 0/12"].endswith(f"finished, not kept yet: structattn keep {tmp_path}/runs/plan/a/shard-0-of-12 "
                                         f"{repo}/results/plan/a/shard-0-of-12")
-    assert lines["[a] a 1/12"].endswith(f"started: last dev check at step 2000; resumes from "
-                                        f"runs/plan/a/shard-1-of-12/runs/001_x_full_s1/checkpoints/last.pt")
+    assert lines["[a] a 1/12"].endswith("started: last dev check at step 2000; resumes from "
+                                        "runs/plan/a/shard-1-of-12/runs/001_x_full_s1/checkpoints/last.pt")
     assert lines["[a] a 2/12"].endswith("started: no dev check yet; no checkpoint yet (restarts)")
     assert lines["[b] a 3/12"].endswith("not started")
     assert "lane a: 1 kept, 1 finished and not kept, 2 started, 18 not started" in done.stdout
