@@ -58,9 +58,9 @@ mapfile -t items_b < <(
 # Where item $1 (name|config|bindings|shard|reuse) runs, and where `structattn keep` puts it.
 folder_of() { local name config bindings shard reuse; IFS='|' read -r name config bindings shard reuse <<<"$1"
   echo "runs/plan/$name${shard:+/shard-${shard%/*}-of-${shard#*/}}"; }
-kept_in() { local name config bindings shard reuse; IFS='|' read -r name config bindings shard reuse <<<"$1"
-  case "$name" in quick_*) echo "results/precision_quick/${name#quick_}";;
-                  *) echo "results/plan/$name${shard:+/shard-${shard%/*}-of-${shard#*/}}";; esac; }
+kept_in() { local folder; folder=$(folder_of "$1")
+  case "$folder" in runs/plan/quick_*) echo "results/precision_quick/${folder#runs/plan/quick_}";;
+                    *) echo "results/${folder#runs/}";; esac; }
 
 if [[ "$lane" == status ]]; then
   repo=${2:-.}

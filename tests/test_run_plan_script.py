@@ -17,9 +17,14 @@ exit "${STUB_RC:-0}"
 """
 
 
-def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subprocess.CompletedProcess:
+def copy_script(tmp: Path) -> None:
+    """The script in a checkout of its own at ``tmp`` (it works relative to its folder's parent)."""
     (tmp / "scripts").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
+
+
+def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subprocess.CompletedProcess:
+    copy_script(tmp)
     stub = tmp / "bin" / "python"
     stub.parent.mkdir(exist_ok=True)
     stub.write_text(STUB)
@@ -125,8 +130,7 @@ def test_parser_noise_items_reuse_the_low_resource_runs_that_exist(tmp_path):
 
 
 def run_status(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    (tmp / "scripts").mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
+    copy_script(tmp)
     env = {k: v for k, v in os.environ.items() if k != "STRUCTATTN_MULTI30K"}  # status reads no corpus
     return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), "status", *args], env=env,
                           capture_output=True, text=True, timeout=60)

@@ -311,8 +311,12 @@ def run_job(job: RunJob, *, context: Distributed = Distributed(), quiet: bool = 
                          f"{data.checksum[:16]} now: another version of the corpus or another path to it); run on the "
                          "same data, or start a fresh --out")
     last = out / "runs" / spec.run_id / "checkpoints" / "last.pt"
-    record = execute(spec, job.comparison.setup_for(spec.setting), data, out_dir=out / "runs" / spec.run_id, context=context,
-                     quiet=quiet, config=job.config, resume=last if last.is_file() else None)
+    try:
+        record = execute(spec, job.comparison.setup_for(spec.setting), data, out_dir=out / "runs" / spec.run_id,
+                         context=context, quiet=quiet, config=job.config, resume=last if last.is_file() else None)
+    except TimeLimitReached as reached:  # the stop line names the run, whichever runner's loop stopped it
+        reached.run_id = reached.run_id or spec.run_id
+        raise
     record["fingerprint"] = job.fingerprint
     record["run_key"] = job.comparison.run_key(spec)
     return record
