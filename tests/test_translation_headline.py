@@ -265,3 +265,27 @@ def test_comparison_rows_say_how_many_runs_the_step_cap_stopped(corpus):
     for r in records:
         r.update(stopped_early=True)
     assert "cap" not in headline.comparison_row("(x) fixture", "x.gin", records, FIXTURE_PLAN)
+
+
+def test_a_verdict_says_when_its_runs_training_was_dominated_by_clipping(corpus):
+    """A setting whose runs record intervals where clipping shrank the median step more than 10-fold (hard ssan's
+    straight-through gradient on Multi30k) gets its verdict qualified: it tests the recipe as much as the method;
+    runs trained before the clip factor was recorded are counted apart, and ordinary runs change nothing."""
+    records = load_records(FIXTURE)
+    plain = headline.comparison_row("(x) fixture", "x.gin", records, FIXTURE_PLAN)
+    assert "clipping" not in plain
+    soft = [r for r in records if r["setting"] == "soft_bias(dep)"]
+    for r in records:  # two dev checks each; the reference's clipping never bit
+        r["history"] = [{"step": 1000, "train_clip_factor_median": 1.0}, {"step": 2000, "train_clip_factor_median": 1.0}]
+    soft[0]["history"][1]["train_clip_factor_median"] = 0.002
+    soft[1]["history"] = [{"step": 1000}, {"step": 2000}]  # trained before the factor was recorded
+    row = headline.comparison_row("(x) fixture", "x.gin", records, FIXTURE_PLAN)
+    assert ("soft_bias(dep) (m30k): **holds** (significant gain) (its training was dominated by gradient clipping in "
+            "1 of the 1 runs that record the clip factor, 1 trained before it was recorded: the median step shrunk "
+            "up to 500-fold") in row
+    cost = headline._cost_line(records)
+    assert cost.count("training dominated by clipping") == 1
+    entry = next(e for e in cost.split("; ") if e.startswith("soft_bias(dep) s0:"))
+    assert entry.endswith(", training dominated by clipping (median step shrunk up to 500-fold)")
+    assert headline.clip_factor({"history": [{"step": 1}]}) is None
+    assert headline.clipping_words([{"history": [{"train_clip_factor_median": 0.2}]}]) == ""

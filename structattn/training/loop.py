@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import statistics
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -218,6 +219,7 @@ class TrainingLoop:
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
             self._check_finite("gradient norm", norm)
             self._warn_if_clipping_dominates(float(norm))
+            self.loop.setdefault("grad_norms", []).append(float(norm))
         self.optimizer.step()
         self.scheduler.step()
         self.loop["step"] += 1
@@ -242,7 +244,9 @@ class TrainingLoop:
         warnings.warn(f"{who}gradient norm {norm:.3g} before clipping at step {self.loop['step'] + 1} is over "
                       f"{CLIPPING_WARN_RATIO:g}x training.clip_norm ({self.config.clip_norm:g}): the clipped update is "
                       "set by the largest gradients and the other parameters barely move (hard ssan's straight-through "
-                      "gradient explodes on pretrained models: use ssan(..., soft=True) there; see docs/hf.md)",
+                      "gradient can explode, on pretrained models and on Multi30k from scratch: ssan(..., soft=True) "
+                      "avoids it; see docs/hf.md). The run's history keeps the gradient norms and the clip factor "
+                      "of every evaluation interval (train_grad_norm_median, train_clip_factor_median)",
                       RuntimeWarning, stacklevel=2)
 
     def _check_finite(self, what: str, value: torch.Tensor) -> None:
@@ -252,6 +256,7 @@ class TrainingLoop:
     def _evaluate_and_save(self, dev: Sequence[Any], bar: tqdm) -> bool:
         """Evaluate, keep the best weights, checkpoint; True when patience has run out."""
         row, value = self._dev_row(dev)
+        row.update(self._gradient_row())
         self.result.history.append(row)
         self.loop["elapsed_s"] = time.perf_counter() - self._clock_start
         if self.metrics_log is not None:
@@ -267,6 +272,20 @@ class TrainingLoop:
         self._save(improved)
         self.result.stopped_early = 0 < self.config.patience <= self.loop["bad_evals"]
         return self.result.stopped_early
+
+    def _gradient_row(self) -> dict[str, float]:
+        """The gradient norms (before clipping) of the steps since the last evaluation, and how much clipping
+        shrank them: ``train_grad_norm_median``, ``train_grad_norm_max`` and ``train_clip_factor_median`` (the
+        median over steps of ``min(1, clip_norm / norm)``: 1 when clipping never bit, 0.01 when the median step
+        was shrunk 100-fold, i.e. a few huge gradients set every update). Empty without clipping
+        (``clip_norm = 0``: the norm is not computed); for a run resumed from a checkpoint written before these
+        were kept, they cover the interval's steps since the resume."""
+        norms, self.loop["grad_norms"] = self.loop.get("grad_norms") or [], []
+        if not norms:
+            return {}
+        clip = self.config.clip_norm
+        return {"train_grad_norm_median": statistics.median(norms), "train_grad_norm_max": max(norms),
+                "train_clip_factor_median": statistics.median(min(1.0, clip / n) if n > 0 else 1.0 for n in norms)}
 
     def _log_row(self, row: dict[str, float]) -> dict[str, float]:
         """A history row as a metrics-log row: ``step, epoch, train_loss, dev_..., lr, elapsed_s``."""

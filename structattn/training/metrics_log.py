@@ -7,8 +7,11 @@ TensorBoard part is skipped silently, the two files are still written).
 
 Columns, in order: ``step``, ``epoch`` (the pass over the training data the step belongs to, from 0),
 ``train_loss`` (mean since the previous row), the dev metrics of the trainer (``dev_loss``, ``dev_accuracy``,
-``dev_score`` for translation runs), ``lr``, ``elapsed_s`` (training seconds since the run began, resumed
-runs included).
+``dev_score`` for translation runs), with gradient clipping on ``train_grad_norm_median``,
+``train_grad_norm_max`` and ``train_clip_factor_median`` (the gradient norms before clipping since the previous
+row, and the median factor clipping shrank a step by; see :meth:`TrainingLoop._gradient_row
+<structattn.training.loop.TrainingLoop._gradient_row>`), ``lr``, ``elapsed_s`` (training seconds since the run
+began, resumed runs included).
 
 A resumed run appends: opening the log keeps only the rows up to the step the run resumes from (a row written
 after the last checkpoint, by a run that then stopped, is dropped and written again), so no step appears twice.

@@ -169,3 +169,33 @@ def test_word_trees_reach_the_subword_pieces(tmp_path):
         assert torch.equal(pieces, expected), item.id
         cut += len(word_of) > len(item.words)
     assert cut >= 10  # a 120-piece vocabulary cuts most test sentences' words
+
+
+def test_gradient_norms_script_splits_a_checkpoints_gradient_by_part(compared, capsys, monkeypatch):
+    """scripts/gradient_norms.py on a run's checkpoint: per-part norms whose total is torch's own total norm,
+    one line per draw; a missing checkpoint or corpus exits 2 with the reason."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("gradient_norms", Path("scripts/gradient_norms.py").resolve())
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    tmp, records = compared
+    checkpoint = tmp / "out" / "runs" / records["soft_bias(dep)"]["run_id"] / "checkpoints" / "best.pt"
+    monkeypatch.delenv("STRUCTATTN_MULTI30K", raising=False)
+    assert script.main([str(checkpoint)]) == 2 and "set STRUCTATTN_MULTI30K" in capsys.readouterr().err
+    assert script.main([str(tmp / "none.pt")]) == 2 and "none.pt does not exist" in capsys.readouterr().err
+    monkeypatch.setenv("STRUCTATTN_MULTI30K", str(FIXTURE))
+    assert script.main([str(checkpoint), "--pairs", "8", "--draws", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"(step {records['soft_bias(dep)']['best_step']}), 8 val pairs, label smoothing 0.1, clip_norm 1\n" in out
+    assert len(re.findall(r"^draw \d: loss \d+\.\d+; gradient norm encoder [\d.e+-]+, decoder [\d.e+-]+, all "
+                          r"[\d.e+-]+; clip factor [\d.e+-]+$", out, re.MULTILINE)) == 2
+    # the parts add up to torch's total norm, and ssan's policy projections are a part of their own
+    model = translator_from(torch.load(checkpoint, weights_only=False)).model
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    total = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
+    assert script.norms_by_part(model)["all"] == pytest.approx(float(total), rel=1e-6)
+    assert script.part_of("encoder.layers.0.attention.variants.0.policy_key.weight") == "policy"
+    assert [script.part_of(n) for n in ("encoder.embedding.weight", "decoder.output.weight")] == ["encoder", "decoder"]

@@ -11,7 +11,8 @@ from structattn.training import TrainConfig, Trainer, seed_everything
 from structattn.training.metrics_log import MetricsLog, read_log, scalar_tag
 from tests.training.util import encoded, model
 
-COLUMNS = ["step", "epoch", "train_loss", "dev_loss", "dev_accuracy", "lr", "elapsed_s"]
+COLUMNS = ["step", "epoch", "train_loss", "dev_loss", "dev_accuracy", "train_grad_norm_median", "train_grad_norm_max",
+           "train_clip_factor_median", "lr", "elapsed_s"]
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +106,9 @@ def test_a_new_column_rewrites_the_csv_header_and_a_broken_line_is_dropped(tmp_p
 
 
 def test_scalar_tags():
-    assert [scalar_tag(c) for c in COLUMNS] == ["step", "epoch", "train/loss", "dev/loss", "dev/accuracy", "lr",
-                                               "elapsed_s"]
+    assert [scalar_tag(c) for c in COLUMNS] == ["step", "epoch", "train/loss", "dev/loss", "dev/accuracy",
+                                               "train/grad_norm_median", "train/grad_norm_max",
+                                               "train/clip_factor_median", "lr", "elapsed_s"]
 
 
 def test_tensorboard_scalars(data, tmp_path):
@@ -122,7 +124,9 @@ def test_tensorboard_scalars(data, tmp_path):
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
     events = EventAccumulator(str(tmp_path / "tb"))
     events.Reload()
-    assert set(events.Tags()["scalars"]) == {"epoch", "train/loss", "dev/loss", "dev/accuracy", "lr", "elapsed_s"}
+    assert set(events.Tags()["scalars"]) == {"epoch", "train/loss", "dev/loss", "dev/accuracy", "lr", "elapsed_s",
+                                             "train/grad_norm_median", "train/grad_norm_max",
+                                             "train/clip_factor_median"}
     rows = read_log(tmp_path / "log.jsonl")
     scalars = events.Scalars("dev/accuracy")
     assert [s.step for s in scalars] == [3, 6, 9]

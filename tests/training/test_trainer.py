@@ -236,3 +236,30 @@ def test_a_gradient_norm_far_above_clip_norm_is_warned_once(data, monkeypatch):
                                                                                      examples["dev"])
     messages = [str(w.message) for w in caught if "before clipping" in str(w.message)]
     assert len(messages) == 1 and messages[0].startswith("run 003_x_s0: gradient norm 5e+04 before clipping at step 1")
+
+
+def test_the_history_keeps_each_intervals_gradient_norms_and_clip_factor(data, monkeypatch, tmp_path):
+    """A stall from clipping (a few huge gradients scale every update down) shows in the record, not only in
+    one warning: each history row holds the median and largest gradient norm before clipping since the last
+    row, and the median factor clipping shrank a step by (min(1, clip_norm / norm)); log.csv has them too."""
+    import csv
+
+    task, vocab, examples = data
+    scripted = iter([0.5, 4.0, 2.0, 10.0])
+    real = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
+                        lambda *a, **k: real(*a, **k) * 0 + next(scripted))  # the real clipping, a scripted norm
+    config = TrainConfig(lr=3e-3, max_steps=4, batch_size=8, eval_every=2, warmup_steps=1, clip_norm=1.0)
+    result = Trainer(fresh(vocab), config, task.output, quiet=True, checkpoint_dir=tmp_path / "checkpoints").fit(
+        examples["train"], examples["dev"])
+    stats = [{k: row[k] for k in row if k.startswith("train_") and k != "train_loss"} for row in result.history]
+    assert stats == [
+        {"train_grad_norm_median": 2.25, "train_grad_norm_max": 4.0, "train_clip_factor_median": 0.625},
+        {"train_grad_norm_median": 6.0, "train_grad_norm_max": 10.0, "train_clip_factor_median": pytest.approx(0.3)},
+    ]
+    with open(tmp_path / "log.csv", newline="") as handle:
+        logged = list(csv.DictReader(handle))
+    assert [float(r["train_clip_factor_median"]) for r in logged] == pytest.approx([0.625, 0.3])
+    unclipped = TrainConfig(lr=3e-3, max_steps=2, batch_size=8, eval_every=2, warmup_steps=1, clip_norm=0.0)
+    rows = Trainer(fresh(vocab), unclipped, task.output, quiet=True).fit(examples["train"], examples["dev"]).history
+    assert not [k for k in rows[0] if "grad_norm" in k or "clip_factor" in k]  # no norm computed: nothing to say
