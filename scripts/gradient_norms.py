@@ -53,6 +53,44 @@ def clip_norm_of(data: dict, path: Path) -> float | None:
     return None if not config or "clip_norm" not in config else float(config["clip_norm"])
 
 
+def val_batch(loaded, pairs: int):
+    """The first ``pairs`` val pairs of Multi30k as a training batch of ``loaded``'s model: sources parsed by the
+    parser its meta records, targets tokenised as the task tokenises them.
+
+    Raises:
+        FileNotFoundError: ``STRUCTATTN_MULTI30K`` names no Multi30k folder.
+    """
+    from structattn.experiments.translate_command import encode
+    from structattn.seq2seq.collate import pair_batch
+    from structattn.seq2seq.pud import parse_english
+    from structattn.tasks.translation_multi30k import data_folder, read_split, tokenize
+
+    src, tgt = loaded.meta.get("source_language", "en"), loaded.meta["target_language"]
+    lines = read_split(data_folder(), "dev", [src, tgt])
+    texts, targets = lines[src][:pairs], lines[tgt][:pairs]
+    sources = parse_english(texts, [f"val-{k}" for k in range(1, len(texts) + 1)], loaded.meta["parser"])
+    examples = encode(sources, loaded.source, loaded.providers)
+    for example, words in zip(examples, tokenize(targets, tgt)):
+        example.target_ids = loaded.target.encode(words)[0]
+    return pair_batch(examples, loaded.model.bos_id, loaded.model.eos_id)
+
+
+def report(model, batch, smoothing: float, clip: float, draws: int) -> None:
+    """Print each draw's loss, norms by part and clip factor, then the largest per-parameter norms."""
+    model.train()
+    for draw in range(1, draws + 1):
+        model.zero_grad(set_to_none=True)
+        loss = model.loss(batch, smoothing)
+        loss.backward()
+        norms = norms_by_part(model)
+        parts = ", ".join(f"{k} {norms[k]:.3g}" for k in ("policy", "encoder", "decoder", "all") if k in norms)
+        factor = min(1.0, clip / norms["all"]) if clip > 0 and norms["all"] > 0 else 1.0
+        print(f"draw {draw}: loss {loss.item():.3f}; gradient norm {parts}; clip factor {factor:.3g}")
+    top = sorted(((float(p.grad.double().norm()), n) for n, p in model.named_parameters() if p.grad is not None),
+                 reverse=True)[:6]
+    print("largest per-parameter norms (last draw): " + "; ".join(f"{n} {g:.3g}" for g, n in top))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", type=Path, help="a translation checkpoint (last.pt or best.pt)")
@@ -69,56 +107,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from structattn.experiments.translate_command import encode, translator_from
+    from structattn.experiments.translate_command import translator_from
     from structattn.seq2seq import Seq2SeqOptions
-    from structattn.seq2seq.collate import pair_batch
-    from structattn.seq2seq.pud import parse_english
-    from structattn.tasks.translation_multi30k import data_folder, read_split, tokenize
     from structattn.training import load_checkpoint
 
     torch.manual_seed(args.seed)
     data = load_checkpoint(args.checkpoint)
     loaded = translator_from(data, repr(str(args.checkpoint)))
-    meta = loaded.meta
-    src, tgt = meta.get("source_language", "en"), meta.get("target_language")
-    if not tgt or not meta.get("parser"):
-        print(f"gradient_norms: {args.checkpoint} is not a Multi30k model (its meta records no target language "
-              "and parser)", file=sys.stderr)
-        return 2
-    try:
-        lines = read_split(data_folder(), "dev", [src, tgt])
-    except FileNotFoundError as error:
-        print(f"gradient_norms: {error}", file=sys.stderr)
-        return 2
-    texts, targets = lines[src][:args.pairs], lines[tgt][:args.pairs]
-    sources = parse_english(texts, [f"val-{k}" for k in range(1, len(texts) + 1)], meta["parser"])
-    examples = encode(sources, loaded.source, loaded.providers)
-    for example, words in zip(examples, tokenize(targets, tgt)):
-        example.target_ids = loaded.target.encode(words)[0]
-    batch = pair_batch(examples, loaded.model.bos_id, loaded.model.eos_id)
-    smoothing = Seq2SeqOptions(**meta["seq2seq"]).label_smoothing
     clip = args.clip_norm if args.clip_norm is not None else clip_norm_of(data, args.checkpoint)
-    if clip is None:
-        print(f"gradient_norms: neither {args.checkpoint} nor a last.pt beside it records training.clip_norm: "
-              "pass --clip-norm", file=sys.stderr)
+    problem = None
+    if not loaded.meta.get("target_language") or not loaded.meta.get("parser"):
+        problem = f"{args.checkpoint} is not a Multi30k model (its meta records no target language and parser)"
+    elif clip is None:
+        problem = f"neither {args.checkpoint} nor a last.pt beside it records training.clip_norm: pass --clip-norm"
+    try:
+        batch = None if problem else val_batch(loaded, args.pairs)
+    except FileNotFoundError as error:
+        problem = str(error)
+    if problem:
+        print(f"gradient_norms: {problem}", file=sys.stderr)
         return 2
-    step = (data.get("loop") or {}).get("step", "?")
-    print(f"{args.checkpoint} (step {step}), {len(examples)} val pairs, label smoothing {smoothing:g}, "
-          f"clip_norm {clip:g}")
-    loaded.model.train()
-    for draw in range(1, args.draws + 1):
-        loaded.model.zero_grad(set_to_none=True)
-        loss = loaded.model.loss(batch, smoothing)
-        loss.backward()
-        norms = norms_by_part(loaded.model)
-        parts = ", ".join(f"{k} {norms[k]:.3g}" for k in ("policy", "encoder", "decoder", "all") if k in norms)
-        factor = min(1.0, clip / norms["all"]) if clip > 0 and norms["all"] > 0 else 1.0
-        print(f"draw {draw}: loss {loss.item():.3f}; gradient norm {parts}; clip factor {factor:.3g}")
-    top = sorted(((float(p.grad.double().norm()), n) for n, p in loaded.model.named_parameters()
-                  if p.grad is not None), reverse=True)[:6]
-    print("largest per-parameter norms (last draw): " + "; ".join(f"{n} {g:.3g}" for g, n in top))
+    smoothing = Seq2SeqOptions(**loaded.meta["seq2seq"]).label_smoothing
+    print(f"{args.checkpoint} (step {(data.get('loop') or {}).get('step', '?')}), {batch.target_in.shape[0]} val "
+          f"pairs, label smoothing {smoothing:g}, clip_norm {clip:g}")
+    report(loaded.model, batch, smoothing, clip, args.draws)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
