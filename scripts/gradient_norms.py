@@ -12,7 +12,7 @@ the median norm and clip factor of each evaluation interval (``train_grad_norm_m
 It loads the checkpoint (as ``structattn translate`` does), takes the first ``--pairs`` pairs of the Multi30k
 val split (sources parsed by the parser the model records, targets tokenised as the task tokenises them), and
 runs ``--draws`` training-mode forward and backward passes (fresh dropout and selection noise each) at the
-label smoothing the model trained with. For each pass it prints the loss, the gradient norm of the ssan policy
+label smoothing the model trained with, in float32 (a bf16 run's steps differ by rounding). For each pass it prints the loss, the gradient norm of the ssan policy
 projections, of the rest of the encoder and of the decoder (with the output layer), and the factor clipping at
 the checkpoint's ``clip_norm`` would scale the step by; then the largest per-parameter norms of the last pass.
 Nothing is written.
