@@ -212,6 +212,18 @@ def test_verdict_rule(diff, high, significant, expected):
     assert headline.verdict(diff, high, significant).startswith(expected)
 
 
+def test_each_setting_is_judged_against_its_own_claim():
+    """ssan's claim starts at +0.6, soft_bias's at +0.5; hard_mask and fixed_decay claim no gain of their own,
+    so their rows say only what the test shows."""
+    assert [headline.claimed_gain(s) for s in ("soft_bias(dep)", "ssan", "hard_mask(dep)", "fixed_decay(dep)")] == [
+        0.5, 0.6, None, None]
+    assert headline.verdict(0.4, 0.55, True, 0.6).startswith("**holds in direction only** (significant gain, but "
+                                                             "the interval excludes +0.6)")
+    assert headline.verdict(-2.0, -1.0, True, None) == ("no claim of its own: **significantly worse** than the "
+                                                        "reference")
+    assert headline.verdict(0.2, 0.9, False, None) == "no claim of its own: **no detectable difference**"
+
+
 def test_docs_block_gives_each_comparisons_cost_tables_interactions_and_floor(corpus, monkeypatch, tmp_path):
     """(a) and (c) hold the fixture, (b) the fixture as its 10k task: each section has its cost line and tables;
     (b) its gain difference against (a); (c) the floor from (b)'s full runs."""
