@@ -278,7 +278,7 @@ def clipping_words(runs: list[dict[str, Any]]) -> str:
     """Words for a verdict whose runs' gradients exploded: some interval's median step shrunk by clipping more
     than ``1 / CLIP_DOMINATED``-fold, or a norm over ``SPIKE`` times its interval's median. Clipping bounds each
     step, but such steps are set by the exploding part alone, and a clipped spike also inflates Adam's second
-    moment of the parameters it hits, damping their steps for hundreds more (beta2 0.999): the run tests the
+    moment of the parameters it hits, which can damp their steps for hundreds more (beta2 0.999): the run tests the
     recipe as much as the method. "" when no run that records its gradients was so."""
     health = [h for h in map(gradient_health, runs) if h is not None]
     troubled = [h for h in health if h.troubled]
