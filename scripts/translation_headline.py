@@ -241,7 +241,7 @@ def comparison_row(label: str, config: str, records: list[dict[str, Any]], plan:
              f"{t.p_words()}" for t in tested]
     verdicts = [f"{t.setting} ({t.task}): "
                 f"{verdict(t.result.diff, t.result.ci_high, t.significant, claimed_gain(t.setting))}"
-                f"{clipping_words([r for r in records if r['task_label'] == t.task and r['setting'] == t.setting])}"
+                f"{clipping_words(complete_runs(records, plan, t.task)[t.setting])}"
                 for t in tested]
     if not judge:
         verdicts = ["judged by the next row"]

