@@ -90,6 +90,45 @@ def read_candidates(folders: Sequence[Path]) -> dict[str, list[Match]]:
     return candidates
 
 
+def add_run_keys(folder: str | Path, comparison: Any) -> list[Path]:
+    """Give the records of ``folder`` (a compare folder, a kept one, or a folder of shard folders) that predate run
+    keys the key ``comparison`` gives their run, so that ``--reuse`` finds them; the records that changed.
+
+    ``comparison`` (a :class:`~structattn.experiments.compare.Comparison`, declared from the config the folder was
+    run with) must be the one that trained them: every record's fingerprint must equal ``comparison``'s, which
+    holds only when its tasks, settings, seeds and setup are the same, so the key written is the one the run would
+    have carried. Each record is read with every check (checksum included), gets ``run_key`` and nothing else, and
+    is stamped again; a record that already carries a key is left as it is, after checking that key.
+
+    Raises:
+        ValueError: a record of another comparison (its fingerprint differs), one whose run ``comparison`` does
+            not declare, or one whose key differs from ``comparison``'s (naming the file).
+    """
+    from structattn.experiments.record_checks import parse_record, write_record_file
+
+    fingerprint = comparison.fingerprint()
+    specs = {spec.run_id: spec for spec in comparison.runs()}
+    changed = []
+    for compare_folder in shard_folders(folder):
+        for _, (path, record) in sorted(read_records(compare_folder, read_manifest(compare_folder)).items()):
+            if record.get("fingerprint") != fingerprint:
+                raise ValueError(f"{str(path)!r} was trained by another comparison (fingerprint "
+                                 f"{record.get('fingerprint')}, the config given declares {fingerprint}): declare "
+                                 "the comparison from the config and --gin-param bindings the folder was run with")
+            spec = specs.get(record.get("run_id"))
+            if spec is None:
+                raise ValueError(f"{str(path)!r}: the config given declares no run {record.get('run_id')!r}")
+            key = comparison.run_key(spec)
+            if "run_key" in record:
+                if record["run_key"] != key:
+                    raise ValueError(f"{str(path)!r} carries run key {record['run_key']!r}, but the config given "
+                                     f"makes it {key!r}")
+                continue
+            write_record_file(path, {**parse_record(path), "run_key": key})  # as stored: nothing read-time added
+            changed.append(path)
+    return changed
+
+
 def find_matches(candidates: Mapping[str, Sequence[Match]], wanted: Sequence[Wanted],
                  finished: Mapping[int, tuple[Path, Mapping[str, Any]]], out: Path) -> dict[int, Match]:
     """The match of each run in ``wanted`` that has one (by run index), checked against this comparison's
@@ -163,5 +202,5 @@ def copy_run_files(match: Match, run_folder: Path) -> None:
             shutil.copyfile(source, run_folder / name)
 
 
-__all__ = ["Match", "REUSED_RUN_FILES", "Wanted", "copy_run_files", "find_matches", "read_candidates",
+__all__ = ["Match", "REUSED_RUN_FILES", "Wanted", "add_run_keys", "copy_run_files", "find_matches", "read_candidates",
            "reuse_folders", "reused_record"]

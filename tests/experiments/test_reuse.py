@@ -4,6 +4,7 @@ mismatches are refused naming both files, before anything is trained."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -16,6 +17,7 @@ from structattn.experiments import Comparison, gin_setup, merge
 from structattn.experiments.keep import keep
 from structattn.experiments.record_checks import write_record_file
 from structattn.experiments.records import load_records
+from structattn.experiments.reuse import add_run_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = """
@@ -204,10 +206,10 @@ def test_the_run_key_ignores_labels_and_other_runs_but_not_seed_plan_or_setup(tm
 LR = "compare.training_by_setting = {'soft_bias(dep)': {'lr': 2e-3}}"
 
 
-def shipped(name: str, monkeypatch: pytest.MonkeyPatch) -> Comparison:
+def shipped(name: str, monkeypatch: pytest.MonkeyPatch, bindings: tuple[str, ...] = (LR,)) -> Comparison:
     """The comparison ``structattn compare configs/experiments/NAME --gin-param LR`` declares (no data read)."""
     monkeypatch.setattr(Comparison, "dry_run", lambda self, items_per_task=2: None)
-    gin_setup.parse(ROOT / "configs" / "experiments" / name, [LR])
+    gin_setup.parse(ROOT / "configs" / "experiments" / name, list(bindings))
     return gin_setup.compare(dry_run=True)
 
 
@@ -222,3 +224,81 @@ def test_the_shipped_low_resource_and_parser_noise_configs_share_their_10k_soft_
     assert key != noise.run_key(run_of(noise, "spaCy trees 10k", 0, "hard_mask(dep)"))  # another plan
     assert key != low.run_key(run_of(low, "en->de 10k", 0, "full"))
     assert key != noise.run_key(run_of(noise, "20% heads wrong 10k", 0))  # another task spec
+
+
+
+def test_the_ssan_soft_follow_up_declares_the_full_runs_of_comparison_a(monkeypatch):
+    """``multi30k_ssan_soft.gin`` trains only its ssan(soft) runs with ``--reuse results/plan/a``: its full runs
+    are (a)'s, by run key."""
+    def keys(comparison: Comparison, setting: str) -> dict[int, str]:
+        return {r.seed: comparison.run_key(r) for r in comparison.runs() if r.setting == setting}
+
+    priors, follow_up = shipped("multi30k_priors.gin", monkeypatch), shipped("multi30k_ssan_soft.gin", monkeypatch, ())
+    assert keys(follow_up, "full") == keys(priors, "full") and len(keys(priors, "full")) == 3
+    assert set(keys(follow_up, "ssan(soft)").values()).isdisjoint(keys(priors, "ssan").values())
+    assert follow_up.fingerprint() != priors.fingerprint()
+
+
+def keyless_copy(x: Path, dest: Path) -> Path:
+    """A copy of ``x`` whose full record was written as before records carried a run key."""
+    edited_copy(x, dest, X_FULL, lambda record: record.pop("run_key"))
+    return dest
+
+
+def declared(config: str, tmp_path: Path) -> Comparison:
+    (tmp_path / "declared.gin").write_text(config)
+    gin_setup.parse(tmp_path / "declared.gin")
+    return gin_setup.compare(dry_run=True)
+
+
+def test_a_record_without_a_run_key_is_not_reused_until_its_key_is_added(x, tmp_path, trained):
+    old = keyless_copy(x, tmp_path / "old")
+    before = record(old, X_FULL)
+    run(Y, tmp_path / "y1", reuse=[old])
+    assert trained == ["000_tree-depth_baseline_s0", "001_tree-depth_mask_s0"]  # nothing matched
+
+    assert add_run_keys(old, declared(X, tmp_path)) == [old / "runs" / f"{X_FULL}.json"]
+    after = record(old, X_FULL)
+    assert after["run_key"] == record(x, X_FULL)["run_key"]  # the key compare itself wrote
+    assert {k: v for k, v in after.items() if k not in ("run_key", "checksum")} == \
+        {k: v for k, v in before.items() if k != "checksum"}  # nothing else changed
+    load_records(old)  # the new checksum holds
+    assert add_run_keys(old, declared(X, tmp_path)) == []  # a second call changes nothing
+
+    trained.clear()
+    run(Y, tmp_path / "y2", reuse=[old])
+    assert trained == ["001_tree-depth_mask_s0"]  # the full run is found now
+
+
+def test_adding_run_keys_refuses_a_config_the_folder_was_not_run_with(x, tmp_path):
+    old = keyless_copy(x, tmp_path / "old")
+    stored = (old / "runs" / f"{X_FULL}.json").read_text()
+    with pytest.raises(ValueError, match=rf"{X_FULL}\.json.*another comparison.*fingerprint"):
+        add_run_keys(old, declared(X + "training.lr = 5e-4\n", tmp_path))
+    assert (old / "runs" / f"{X_FULL}.json").read_text() == stored  # nothing written
+
+
+def test_adding_run_keys_refuses_a_record_whose_key_disagrees(x, tmp_path):
+    other = edited_copy(x, tmp_path / "other", X_FULL, lambda record: record.update(run_key="0" * 16)).parent.parent
+    with pytest.raises(ValueError, match=rf"{X_FULL}\.json.*carries run key '0{{16}}'"):
+        add_run_keys(other, declared(X, tmp_path))
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_add_run_keys_script_names_what_it_changed(x, tmp_path, capsys):
+    script = load_script("add_run_keys")
+    old = keyless_copy(x, tmp_path / "old")
+    (tmp_path / "x.gin").write_text(X)
+    assert script.main([str(old), str(tmp_path / "x.gin")]) == 0
+    out = capsys.readouterr().out
+    assert f"added run key to {old / 'runs' / (X_FULL + '.json')}" in out and "1 record(s)" in out
+    assert script.main([str(old), str(tmp_path / "missing.gin")]) == 2
+    (tmp_path / "wrong.gin").write_text(X + "training.lr = 5e-4\n")
+    assert script.main([str(old), str(tmp_path / "wrong.gin")]) == 2
+    assert "another comparison" in capsys.readouterr().err
