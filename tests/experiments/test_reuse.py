@@ -237,6 +237,10 @@ def test_the_ssan_soft_follow_up_declares_the_full_runs_of_comparison_a(monkeypa
     assert keys(follow_up, "full") == keys(priors, "full") and len(keys(priors, "full")) == 3
     assert set(keys(follow_up, "ssan(soft)").values()).isdisjoint(keys(priors, "ssan").values())
     assert follow_up.fingerprint() != priors.fingerprint()
+    kept = {json.loads(path.read_text()).get("run_key"): path.name
+            for path in (ROOT / "results" / "plan" / "a").glob("shard-*-of-12/runs/*.json")}
+    for seed, key in keys(priors, "full").items():  # the plan keeps (a)'s full runs from the start of the plan
+        assert key in kept, f"(a)'s kept full run of seed {seed} carries no run key {key} (scripts/add_run_keys.py)"
 
 
 def keyless_copy(x: Path, dest: Path) -> Path:
