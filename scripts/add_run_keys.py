@@ -32,13 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     from structattn.experiments import gin_setup
     from structattn.experiments.reuse import add_run_keys
 
-    if not args.config.is_file():
-        print(f"add_run_keys: no config {str(args.config)!r}", file=sys.stderr)
-        return 2
-    gin_setup.parse(args.config, args.gin_param)
-    comparison = gin_setup.compare(dry_run=True)
     try:
-        changed = add_run_keys(args.folder, comparison)
+        gin_setup.parse(args.config, args.gin_param)  # FileNotFoundError: no such config file
+        changed = add_run_keys(args.folder, gin_setup.compare(dry_run=True))
     except (ValueError, FileNotFoundError) as err:
         print(f"add_run_keys: {err}", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from structattn.experiments.record_checks import data_sha256
+from structattn.experiments.record_checks import data_sha256, parse_record, write_record_file
 from structattn.experiments.records import read_manifest, read_records, shard_folders
 from structattn.experiments.spec import RunSpec
 from structattn.training.precision import record_precision
@@ -104,8 +104,6 @@ def add_run_keys(folder: str | Path, comparison: Any) -> list[Path]:
         ValueError: a record of another comparison (its fingerprint differs), one whose run ``comparison`` does
             not declare, or one whose key differs from ``comparison``'s (naming the file).
     """
-    from structattn.experiments.record_checks import parse_record, write_record_file
-
     fingerprint = comparison.fingerprint()
     specs = {spec.run_id: spec for spec in comparison.runs()}
     changed = []

@@ -188,17 +188,20 @@ def test_the_command_passes_reuse_through(x, tmp_path, trained, capsys, monkeypa
     assert f"--reuse {str(tmp_path / 'nowhere')!r}: no such folder" in capsys.readouterr().err
 
 
-def test_the_run_key_ignores_labels_and_other_runs_but_not_seed_plan_or_setup(tmp_path):
-    def declared(config: str) -> Comparison:
-        (tmp_path / "c.gin").write_text(config)
-        gin_setup.parse(tmp_path / "c.gin", ["compare.seeds = [0, 1]"])
-        return gin_setup.compare(dry_run=True)
+def declared(config: str, tmp_path: Path, bindings: tuple[str, ...] = ()) -> Comparison:
+    """The comparison ``config`` (plus ``bindings``) declares, dry-run."""
+    (tmp_path / "declared.gin").write_text(config)
+    gin_setup.parse(tmp_path / "declared.gin", list(bindings))
+    return gin_setup.compare(dry_run=True)
 
-    first, y = declared(X), declared(Y)
+
+def test_the_run_key_ignores_labels_and_other_runs_but_not_seed_plan_or_setup(tmp_path):
+    two_seeds = ("compare.seeds = [0, 1]",)
+    first, y = declared(X, tmp_path, two_seeds), declared(Y, tmp_path, two_seeds)
     (x_full, _, x_soft, _), (y_full, y_full1, y_mask, _) = first.runs(), y.runs()
     assert first.run_key(x_full) == y.run_key(y_full) and first.fingerprint() != y.fingerprint()
     assert len({first.run_key(x_full), y.run_key(y_full1), y.run_key(y_mask), first.run_key(x_soft)}) == 4
-    tuned = declared(Y + "compare.training_by_setting = {'mask': {'lr': 2e-3}}\n")
+    tuned = declared(Y + "compare.training_by_setting = {'mask': {'lr': 2e-3}}\n", tmp_path, two_seeds)
     assert tuned.run_key(tuned.runs()[0]) == y.run_key(y_full)  # another setting's options do not count
     assert tuned.run_key(tuned.runs()[2]) != y.run_key(y_mask)
 
@@ -247,12 +250,6 @@ def keyless_copy(x: Path, dest: Path) -> Path:
     """A copy of ``x`` whose full record was written as before records carried a run key."""
     edited_copy(x, dest, X_FULL, lambda record: record.pop("run_key"))
     return dest
-
-
-def declared(config: str, tmp_path: Path) -> Comparison:
-    (tmp_path / "declared.gin").write_text(config)
-    gin_setup.parse(tmp_path / "declared.gin")
-    return gin_setup.compare(dry_run=True)
 
 
 def test_a_record_without_a_run_key_is_not_reused_until_its_key_is_added(x, tmp_path, trained):
