@@ -9,6 +9,7 @@ from torch import nn
 from structattn.encoders.batch import Batch
 from structattn.encoders.encoder import Encoder
 from structattn.seq2seq.batch import Seq2SeqBatch
+from structattn.seq2seq.chunked_loss import chunked_cross_entropy
 from structattn.seq2seq.decoder import Decoder
 
 
@@ -43,14 +44,17 @@ class Seq2SeqModel(nn.Module):
     def loss(self, batch: Seq2SeqBatch, label_smoothing: float = 0.0, skip_padding: bool = False) -> torch.Tensor:
         """Mean token cross-entropy over real target positions, with label smoothing.
 
-        ``skip_padding``: project only the real target positions onto the vocabulary (the padded ones are
-        ignored by the loss anyway): the same loss up to rounding, without the padding's share of the largest
-        matrix product of the step (the bf16 training path uses it)."""
+        ``skip_padding``: the bf16 training path's fast loss, the same loss up to float32 rounding. It projects
+        only the real target positions onto the vocabulary (the padded ones are ignored by the loss anyway),
+        without the padding's share of the largest matrix product of the step, and computes the cross-entropy
+        in row chunks that stay in cache (:func:`~structattn.seq2seq.chunked_loss.chunked_cross_entropy`)
+        rather than in passes over the whole float32 (rows, V) logits."""
         memory, memory_mask = self.encode(batch.source)
         hidden, target = self.decoder.hidden(batch.target_in, memory, memory_mask), batch.target_out
         if skip_padding:
             real = target != 0
-            hidden, target = hidden[real], target[real]
+            logits = self.decoder.output(hidden[real])  # (r, V), r real target tokens
+            return chunked_cross_entropy(logits, target[real], label_smoothing, ignore_index=0)
         logits = self.decoder.output(hidden)
         return F.cross_entropy(logits.flatten(0, -2).float(), target.flatten(), ignore_index=0,
                                label_smoothing=label_smoothing)
