@@ -108,3 +108,31 @@ def test_under_bf16_autocast_the_sums_stay_float32():
 def test_bad_arguments_are_refused_by_name(logits_shape, target_shape, kwargs, message):
     with pytest.raises(ValueError, match=message):
         chunked_cross_entropy(torch.zeros(logits_shape), torch.ones(target_shape, dtype=torch.long), **kwargs)
+
+
+def test_no_float32_tensor_of_all_rows_is_materialised():
+    """The point of chunking: forward and backward never hold float32 (rows, V) logits or gradients (at the
+    Multi30k size such a tensor is 60-80 MB, allocated and page-faulted in afresh every step)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Shapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.float32_shapes = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+                    self.float32_shapes.add(tuple(t.shape))
+            return out
+
+    logits, target = case(rows=37, vocab=101, dtype=torch.bfloat16, seed=7)
+    leaf = logits.clone().requires_grad_()
+    with Shapes() as seen:
+        chunked_cross_entropy(leaf, target, 0.1, chunk_rows=8).backward()
+    assert (8, 101) in seen.float32_shapes  # the chunks were float32
+    assert not any(len(s) == 2 and s[0] > 8 for s in seen.float32_shapes), seen.float32_shapes
+    with Shapes() as plain:
+        F.cross_entropy(logits.float().requires_grad_(), target, ignore_index=0, label_smoothing=0.1).backward()
+    assert (37, 101) in plain.float32_shapes  # the check sees torch's whole-tensor path
