@@ -5,17 +5,25 @@
 #                                         this checkout's), finished and not kept yet (with the keep command to run),
 #                                         started (its last dev check, its checkpoint), not started
 # LANE is a or b (start both, in the background, one thread each); STOP_AT is a wall-clock time (`date -d`
-# syntax) by which every run of the lane has saved its checkpoint and stopped (compare --time-limit). A lane
-# works through its items in order: a finished item (its folder holds .plan_done) is skipped, a stopped one is
-# continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to
+# syntax; a bare HH:MM already past means that time tomorrow) by which every run of the lane has saved its
+# checkpoint and stopped (compare --time-limit). A lane works through its items in order: a finished item (its
+# folder holds .plan_done) is skipped, a stopped one is continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to
 # runs/plan/<item>/shard-k-of-N/), logs beside them; keep each finished folder with
 # `structattn keep runs/plan/<item> results/plan/<item>` (a shard: keep its shard folder into
 # results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
 # still training.
 set -uo pipefail
 lane=${1:?usage: run_plan.sh LANE STOP_AT, or run_plan.sh status}
+case "$lane" in a|b|status) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
 if [[ "$lane" != status ]]; then
   stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
+  # A bare clock time already past today means that time tomorrow (a session that runs past midnight); any
+  # other past time is refused rather than read as 'stop at once'.
+  if (( stop_at <= $(date +%s) )); then
+    if [[ "$2" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then stop_at=$(date -d "tomorrow $2" +%s) || exit 2
+    else echo "stop time '$2' ($(date -d "@$stop_at" '+%F %T %Z')) is in the past" >&2; exit 2; fi
+  fi
+  echo "[$1] stops by $(date -d "@$stop_at" '+%F %T %Z')" >&2
   : "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
 fi
 cd "$(dirname "$0")/.."
@@ -94,7 +102,6 @@ if [[ "$lane" == status ]]; then
   exit 0
 fi
 
-case "$lane" in a|b) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
 mkdir -p runs/plan
 declare -n items="items_${lane}"
 

@@ -174,3 +174,19 @@ def test_status_in_the_checkout_itself_and_a_missing_repo(tmp_path):
     assert here.returncode == 0 and "[b] a 3/12             kept in results/plan/a/shard-3-of-12" in here.stdout
     missing = run_status(tmp_path, str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no folder" in missing.stderr and "nowhere" in missing.stderr
+
+
+def test_a_bare_clock_time_already_past_means_that_time_tomorrow(tmp_path):
+    """A session started at 23:54 with a stop of 02:28 means the coming 02:28, not this morning's (which would stop
+    the lane before it starts)."""
+    past = subprocess.run(["date", "-d", "-2 minutes", "+%H:%M"], capture_output=True, text=True).stdout.strip()
+    done = run_lane(tmp_path, "a", stop=past)
+    assert done.returncode == 0, done.stderr
+    assert "stops by" in done.stderr and len(calls(tmp_path)) == 1 + 6 + 9 + 6
+    left = int(calls(tmp_path)[0].split("--time-limit ")[1].split("s")[0])
+    assert 23 * 3600 < left <= 24 * 3600  # about a day ahead, not 2 minutes behind
+
+
+def test_an_explicit_past_stop_time_is_refused(tmp_path):
+    refused = run_lane(tmp_path, "a", stop="-1 hour")
+    assert refused.returncode == 2 and "is in the past" in refused.stderr and calls(tmp_path) == []
