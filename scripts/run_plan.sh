@@ -86,9 +86,15 @@ if [[ "$lane" == status ]]; then
       elif [[ -e "$folder/.plan_done" ]]; then
         echo "[$l] $label finished, not kept yet: structattn keep $here$folder $dest"; counts[1]=$(( counts[1] + 1 ))
       elif [[ -e "$folder/comparison.json" ]]; then
-        step=$(cat "$folder"/runs/*/log.jsonl 2>/dev/null | grep -o '"step": [0-9]*' | tail -1 | grep -o '[0-9]*$')
+        row=$(cat "$folder"/runs/*/log.jsonl 2>/dev/null | grep '"step"' | tail -1)
+        step=$(grep -o '"step": [0-9]*' <<<"$row" | grep -o '[0-9]*$')
+        score=$(grep -o '"dev_score": [0-9.]*' <<<"$row" | grep -o '[0-9.]*$')
+        hours=$(grep -o '"elapsed_s": [0-9.]*' <<<"$row" | grep -o '[0-9.]*$')
         saved=$(ls "$folder"/runs/*/checkpoints/last.pt 2>/dev/null | head -1)
-        if [[ -n "$step" ]]; then step="last dev check at step $step"; else step="no dev check yet"; fi
+        if [[ -n "$step" ]]; then
+          step="last dev check at step $step${score:+ (dev $(printf '%.2f' "$score")${hours:+, $(awk -v s="$hours" \
+            'BEGIN { printf "%.2f", s / 3600 }') h of training})}"
+        else step="no dev check yet"; fi
         if [[ -n "$saved" ]]; then saved="resumes from $saved"; else saved="no checkpoint yet (restarts)"; fi
         echo "[$l] $label started: $step; $saved"
         counts[2]=$(( counts[2] + 1 ))

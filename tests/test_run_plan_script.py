@@ -147,7 +147,8 @@ def test_status_says_where_each_item_stands_and_how_to_keep_a_finished_one(tmp_p
     run = tmp_path / "runs/plan/a/shard-1-of-12/runs/001_x_full_s1"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints/last.pt").touch()
-    (run / "log.jsonl").write_text('{"step": 1000, "dev_score": 20.0}\n{"step": 2000, "dev_score": 30.0}\n')
+    (run / "log.jsonl").write_text('{"step": 1000, "dev_score": 20.0, "elapsed_s": 900.0}\n'
+                                '{"step": 2000, "dev_score": 30.123, "elapsed_s": 1800.5}\n')
     (run.parents[1] / "comparison.json").write_text("{}")
     (tmp_path / "runs/plan/a/shard-2-of-12/runs").mkdir(parents=True)
     (tmp_path / "runs/plan/a/shard-2-of-12/comparison.json").write_text("{}")
@@ -158,7 +159,7 @@ def test_status_says_where_each_item_stands_and_how_to_keep_a_finished_one(tmp_p
     assert lines["[b] quick_fp32"].endswith(f"kept in {repo}/results/precision_quick/fp32")
     assert lines["[a] a 0/12"].endswith(f"finished, not kept yet: structattn keep {tmp_path}/runs/plan/a/shard-0-of-12 "
                                         f"{repo}/results/plan/a/shard-0-of-12")
-    assert lines["[a] a 1/12"].endswith("started: last dev check at step 2000; resumes from "
+    assert lines["[a] a 1/12"].endswith("started: last dev check at step 2000 (dev 30.12, 0.50 h of training); resumes from "
                                         "runs/plan/a/shard-1-of-12/runs/001_x_full_s1/checkpoints/last.pt")
     assert lines["[a] a 2/12"].endswith("started: no dev check yet; no checkpoint yet (restarts)")
     assert lines["[b] a 3/12"].endswith("not started")
