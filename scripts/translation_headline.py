@@ -285,8 +285,8 @@ def clipping_words(runs: list[dict[str, Any]]) -> str:
     if not troubled:
         return ""
     older = len(runs) - len(health)
-    worst = (f"median step shrunk up to {1 / min(h.clip_factor for h in troubled):,.0f}-fold by clipping, norms up "
-             f"to {max(h.spike for h in troubled):.2g} times their interval's median")
+    shrunk = _shrink_words(min(h.clip_factor for h in troubled), "by clipping")
+    worst = f"{shrunk}norms up to {max(h.spike for h in troubled):.2g} times their interval's median"
     return (f" (its gradients exploded in {len(troubled)} of the {len(health)} runs that record them"
             f"{f', {older} trained before they were recorded' if older else ''}: {worst}; this tests the shared "
             "recipe (global-norm clipping, Adam) as much as the method, see docs/compute_plan.md)")
@@ -508,8 +508,17 @@ def _health_words(health: GradientHealth | None) -> str:
     """A run's cost-line note when its gradients exploded (:func:`clipping_words`)."""
     if health is None or not health.troubled:
         return ""
-    return (f", gradients exploded (median step shrunk up to {1 / health.clip_factor:,.0f}-fold, a norm "
-            f"{health.spike:.2g} times its interval's median)")
+    return (f", gradients exploded ({_shrink_words(health.clip_factor)}a norm {health.spike:.2g} times its "
+            "interval's median)")
+
+
+def _shrink_words(clip_factor: float, how: str = "") -> str:
+    """'median step shrunk up to N-fold, ' for a median clip factor that shrank steps (N >= 2 once rounded);
+    '' for spikes alone, where the median step was (nearly) unclipped."""
+    fold = 1 / clip_factor
+    if fold < 1.5:
+        return ""
+    return f"median step shrunk up to {fold:,.0f}-fold{f' {how}' if how else ''}, "
 
 
 def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:

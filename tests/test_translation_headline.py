@@ -305,8 +305,11 @@ def test_a_verdict_says_when_its_runs_gradients_exploded(corpus):
                           "median)")
     # a spike alone (the median step unclipped) is enough: ssan seed 1 had a norm of 8.4e8 against a median of 1.02
     soft[0]["history"][1].update(row(0.98, median=1.02, largest=8.4e8))
-    assert "norms up to 8.2e+08 times their interval's median" in headline.comparison_row("(x) fixture", "x.gin",
-                                                                                          records, FIXTURE_PLAN)
+    spiked = headline.comparison_row("(x) fixture", "x.gin", records, FIXTURE_PLAN)
+    assert "record them, 1 trained before they were recorded: norms up to 8.2e+08 times their interval's median" \
+        in spiked  # no 'shrunk up to 1-fold' for a median step clipping left alone
+    entry = next(e for e in headline._cost_line(records).split("; ") if e.startswith("soft_bias(dep) s0:"))
+    assert entry.endswith(", gradients exploded (a norm 8.2e+08 times its interval's median)")
     assert headline.gradient_health({"history": [{"step": 1}]}) is None
     assert headline.clipping_words([{"history": [row(0.2, median=1.0, largest=900.0)]}]) == ""
 
