@@ -38,9 +38,10 @@ says so.
 
 ``--write`` replaces the rows between ``<!-- multi30k-plan:start -->`` and ``<!-- multi30k-plan:end -->`` in
 README.md; with ``--docs`` it replaces the block between ``<!-- multi30k-plan-tables:start -->`` and
-``<!-- multi30k-plan-tables:end -->`` in docs/comparisons.md (each comparison's tables, learning curves, cost,
-seeds and CPU) and draws the learning-curve plots into ``docs/figures/``. ``tests/test_translation_headline.py``
-checks that README.md and docs/comparisons.md hold what this script prints.
+``<!-- multi30k-plan-tables:end -->`` in docs/comparisons.md (each comparison's tables, learning curves, cost, seeds and
+CPU) and draws the learning-curve plots and the effects plot (every tested difference with its interval) into
+``docs/figures/``. ``tests/test_translation_headline.py`` checks that README.md and docs/comparisons.md hold what
+this script prints.
 """
 
 from __future__ import annotations
@@ -382,8 +383,8 @@ def interactions(small: list[dict[str, Any]], small_plan: Plan, large: list[dict
     from structattn.experiments.significance import compare_gains, holm
 
     ref = small_plan.reference
-    planned = [(s, a, b) for s in settings for a in (small_tasks or small_plan.tasks)
-               for b in (large_tasks or large_plan.tasks)]
+    planned = [(s, a, b) for s in settings for a in (small_plan.tasks if small_tasks is None else small_tasks)
+               for b in (large_plan.tasks if large_tasks is None else large_tasks)]
     done = []
     for setting, a, b in planned:
         runs_a, runs_b = complete_runs(small, small_plan, a), complete_runs(large, large_plan, b)
@@ -478,6 +479,79 @@ def rows(results: Path = RESULTS) -> list[str]:
     return out
 
 
+#: the seeds' claimed gain over full, in BLEU, drawn as a band behind a setting's row of the effects plot
+CLAIM_BANDS = {"soft_bias": (0.5, 1.0), "ssan": (0.6, 0.9)}
+EFFECTS_PLOT = "multi30k_plan_effects.png"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One tested BLEU difference of the plan, as the effects plot draws it: ``group`` names the row's comparison
+    and task, ``label`` what is subtracted from what; ``significant`` is after the row's Holm correction;
+    ``claim`` the seeds' claimed range (None: no claim of its own)."""
+
+    group: str
+    label: str
+    diff: float
+    low: float
+    high: float
+    significant: bool
+    claim: tuple[float, float] | None = None
+
+
+def effects(kept: dict[str, list], plans: dict[str, Plan]) -> list[Effect]:
+    """Every difference the README's rows test, in their order: each setting against full in (a)-(c) (the
+    claims' rows), learnable against fixed in (b), and the gain differences of (b) and (c)."""
+    from dataclasses import replace
+
+    from structattn.experiments.significance import ALPHA
+
+    def band(setting: str) -> tuple[float, float] | None:
+        return next((b for prefix, b in CLAIM_BANDS.items() if setting.startswith(prefix)), None)
+
+    out = []
+    for _, _, item in COMPARISONS:
+        plan = plans[item]
+        out += [Effect(f"({item}) {t.task}", f"{t.setting} - {plan.reference}", t.result.diff, t.result.ci_low,
+                       t.result.ci_high, t.significant, band(t.setting) if item != "c" else None)
+                for t in tested_settings(kept[item], plan)]
+        if item == "b":
+            pair = replace(plan, settings=("fixed_decay(dep)", "soft_bias(dep)"), reference="fixed_decay(dep)")
+            out += [Effect(f"(b) {t.task}", "soft_bias(dep) - fixed_decay(dep)", t.result.diff, t.result.ci_low,
+                           t.result.ci_high, t.significant) for t in tested_settings(kept["b"], pair)]
+    gains = [("(b) gain grows?", t) for t in low_resource_interactions(kept, plans)[0]]
+    gains += [("(c) noise", t) for t in noise_interactions(kept, plans)[0]]
+    out += [Effect(group, f"{t.setting}: gain at {t.small} - gain at {t.large}", t.result.diff, t.result.ci_low,
+                   t.result.ci_high, t.p_holm < ALPHA) for group, t in gains]
+    return out
+
+
+def plot_effects(found: list[Effect], path: Path) -> Path:
+    """A forest plot of ``found``: each difference with its 95% interval, filled where significant after Holm,
+    over the band of the seeds' claimed gain where there is one."""
+    from structattn.experiments import plots
+
+    plt = plots.plt
+    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.38 * max(1, len(found))))
+    for y, e in enumerate(found):
+        if e.claim:
+            ax.fill_betweenx([y - 0.4, y + 0.4], *e.claim, color="tab:green", alpha=0.15, lw=0)
+        colour = "tab:blue" if e.significant else "tab:gray"
+        ax.errorbar(e.diff, y, xerr=[[e.diff - e.low], [e.high - e.diff]], fmt="o", color=colour, capsize=3,
+                    markerfacecolor=colour if e.significant else "white")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(found)), [f"{e.group}: {e.label}" for e in found], fontsize=8)
+    ax.set_ylim(max(1, len(found)) - 0.5, -0.5)
+    ax.set_xlabel("BLEU difference, pooled over seeds, 95% interval\n(filled: significant after Holm; green: the "
+                  "seeds' claimed gain)", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    if not found:
+        ax.text(0.5, 0.5, "no comparison has every seed kept yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("Multi30k En->De: the compute plan's tested differences\n(paired bootstrap over the test "
+                 "sentences, every seed's output resampled together)", fontsize=9)
+    return plots._save(fig, path)
+
+
 # ---------------------------------------------------------------- docs/comparisons.md's block
 
 
@@ -530,6 +604,11 @@ def docs_block(results: Path = RESULTS, figures: Path | None = None) -> str:
     plans = {item: plan_of(config) for _, config, item in COMPARISONS}
     lines = ["Generated by `python scripts/translation_headline.py --docs --write` from the records kept under "
              "`results/plan/`; the verdicts are in the README's table.", ""]
+    if figures is not None:
+        plot_effects(effects(kept, plans), figures / EFFECTS_PLOT)
+    lines += ["Every difference the README's table tests, with its 95% interval (filled: significant after Holm; "
+              "green: the seeds' claimed gain):", "",
+              f"![The tested BLEU differences of the plan with their intervals](figures/{EFFECTS_PLOT})", ""]
     lines += tuning_docs(results, figures)
     for label, config, item in COMPARISONS:
         records = kept[item]

@@ -321,3 +321,31 @@ def test_the_parser_noise_row_quotes_the_kept_record(tmp_path):
     assert f"UAS {record['scores']['uas']:.3f} against UD English PUD" in note
     assert f"{record['scores']['uas_no_punct']:.3f} without punctuation" in note
     assert "is not recorded: `python scripts/parser_uas.py --write`" in headline.parser_note(tmp_path / "none.json")
+
+
+def test_the_effects_plot_draws_every_tested_difference_with_its_interval(corpus, tmp_path):
+    """(a) and (c) hold the fixture, (b) the fixture as its 10k task: the effects are each comparison's pooled
+    difference to full (soft_bias's row over the claimed band, except in (c), which judges no gain), then (b)'s
+    gain difference against (a), with the same numbers as the README's rows; the plot is drawn, and so is an
+    empty one."""
+    from PIL import Image
+
+    records = load_records(FIXTURE)
+    ten_k = _relabelled(records, "en->de 10k")
+    plans = {"a": FIXTURE_PLAN, "b": headline.Plan(("en->de 10k",), FIXTURE_PLAN.settings, (0, 1), "full"),
+             "c": FIXTURE_PLAN}
+    kept = {"a": records, "b": ten_k, "c": records}
+    found = headline.effects(kept, plans)
+    (t,) = headline.tested_settings(records, FIXTURE_PLAN)
+    (g,), _ = headline.low_resource_interactions(kept, plans)
+    assert [(e.group, e.label) for e in found] == [
+        ("(a) m30k", "soft_bias(dep) - full"), ("(b) en->de 10k", "soft_bias(dep) - full"),
+        ("(c) m30k", "soft_bias(dep) - full"), ("(b) gain grows?", "soft_bias(dep): gain at en->de 10k - gain at m30k")]
+    assert (found[0].diff, found[0].low, found[0].high, found[0].significant) == (
+        t.result.diff, t.result.ci_low, t.result.ci_high, t.significant)
+    assert found[0].claim == (0.5, 1.0) and found[2].claim is None and found[3].claim is None
+    assert found[3].diff == g.result.diff and found[3].significant == (g.p_holm < 0.05)
+    for name, drawn in (("effects.png", found), ("none.png", [])):
+        path = headline.plot_effects(drawn, tmp_path / name)
+        with Image.open(path) as image:
+            assert image.size[0] > 500 and image.size[1] > 100
