@@ -117,6 +117,8 @@ for item in "${items[@]}"; do
   folder=$(folder_of "$item")
   label="$name${shard:+ shard $shard}"
   [[ -e "$folder/.plan_done" ]] && continue
+  # kept and committed under results/ (a fresh clone of main on a new machine): never trained again
+  if [[ -e "$(kept_in "$item")/provenance.json" ]]; then echo "[$lane] $label kept in $(kept_in "$item")" >&2; continue; fi
   left=$(( stop_at - $(date +%s) ))
   if (( left < 600 )); then echo "[$lane] stop time reached; $label not started" >&2; exit 3; fi
   args=(compare "$config" --out "$out" --threads 1 --quiet --time-limit "${left}s")

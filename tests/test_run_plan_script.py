@@ -191,3 +191,16 @@ def test_a_bare_clock_time_already_past_means_that_time_tomorrow(tmp_path):
 def test_an_explicit_past_stop_time_is_refused(tmp_path):
     refused = run_lane(tmp_path, "a", stop="-1 hour")
     assert refused.returncode == 2 and "is in the past" in refused.stderr and calls(tmp_path) == []
+
+
+def test_a_lane_skips_items_kept_under_results_as_on_a_fresh_clone(tmp_path):
+    """A new machine has no runs/ folder (no .plan_done marks) but main's kept records: they never train again."""
+    for kept in ("results/plan/tune_lr0.001", "results/plan/a/shard-0-of-12"):
+        (tmp_path / kept).mkdir(parents=True)
+        (tmp_path / kept / "provenance.json").write_text("{}")
+    done = run_lane(tmp_path, "a")
+    assert done.returncode == 0, done.stderr
+    assert "[a] a shard 0/12 kept in results/plan/a/shard-0-of-12" in done.stderr
+    made = [out_and_shard(c) for c in calls(tmp_path)]
+    assert len(made) == 6 + 9 + 6 - 1 and made[0] == "runs/plan/a 1/12"
+    assert "runs/plan/tune_lr0.001" not in made
