@@ -7,8 +7,9 @@
 # LANE is a or b (start both, in the background, one thread each); STOP_AT is a wall-clock time (`date -d`
 # syntax; a bare HH:MM already past means that time tomorrow) by which every run of the lane has saved its
 # checkpoint and stopped (compare --time-limit). A lane works through its items in order: a finished item (its
-# folder holds .plan_done) is skipped, a stopped one is continued with --resume. Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to
-# runs/plan/<item>/shard-k-of-N/), logs beside them; keep each finished folder with
+# folder holds .plan_done, or it is kept under results/) is skipped, a stopped one is continued with --resume.
+# Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to runs/plan/<item>/shard-k-of-N/),
+# logs beside them; keep each finished folder with
 # `structattn keep runs/plan/<item> results/plan/<item>` (a shard: keep its shard folder into
 # results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
 # still training.
@@ -23,7 +24,7 @@ if [[ "$lane" != status ]]; then
     if [[ "$2" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then stop_at=$(date -d "tomorrow $2" +%s) || exit 2
     else echo "stop time '$2' ($(date -d "@$stop_at" '+%F %T %Z')) is in the past" >&2; exit 2; fi
   fi
-  echo "[$1] stops by $(date -d "@$stop_at" '+%F %T %Z')" >&2
+  echo "[$lane] stops by $(date -d "@$stop_at" '+%F %T %Z')" >&2
   : "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
 fi
 cd "$(dirname "$0")/.."
@@ -117,8 +118,8 @@ for item in "${items[@]}"; do
   folder=$(folder_of "$item")
   label="$name${shard:+ shard $shard}"
   [[ -e "$folder/.plan_done" ]] && continue
-  # kept and committed under results/ (a fresh clone of main on a new machine): never trained again
-  if [[ -e "$(kept_in "$item")/provenance.json" ]]; then echo "[$lane] $label kept in $(kept_in "$item")" >&2; continue; fi
+  kept=$(kept_in "$item")  # kept and committed (a fresh clone of main on a new machine): never trained again
+  if [[ -e "$kept/provenance.json" ]]; then echo "[$lane] $label kept in $kept" >&2; continue; fi
   left=$(( stop_at - $(date +%s) ))
   if (( left < 600 )); then echo "[$lane] stop time reached; $label not started" >&2; exit 3; fi
   args=(compare "$config" --out "$out" --threads 1 --quiet --time-limit "${left}s")
