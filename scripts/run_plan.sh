@@ -1,30 +1,44 @@
 #!/usr/bin/env bash
 # Run the compute plan's long Multi30k runs (docs/compute_plan.md), session by session, one lane per core.
-#   scripts/run_plan.sh LANE STOP_AT      e.g.  scripts/run_plan.sh a 23:45
+#   scripts/run_plan.sh LANE STOP_AT [LAST_START]   e.g.  scripts/run_plan.sh a 23:45 22:30
 #   scripts/run_plan.sh status [REPO]     where every item of both lanes stands: kept (under REPO's results/, default
 #                                         this checkout's), finished and not kept yet (with the keep command to run),
 #                                         started (its last dev check, its checkpoint), not started
 # LANE is a or b (start both, in the background, one thread each); STOP_AT is a wall-clock time (`date -d`
 # syntax; a bare HH:MM already past means that time tomorrow) by which every run of the lane has saved its
-# checkpoint and stopped (compare --time-limit). A lane works through its items in order: a finished item (its
-# folder holds .plan_done, or it is kept under results/) is skipped, a stopped one is continued with --resume.
+# checkpoint and stopped (compare --time-limit). LAST_START (same syntax, before STOP_AT) is the latest time a
+# lane begins an item it has not started: after it, a finished run leaves its core idle for the session's end
+# work rather than start a run the stop time cuts half-way (a replaced machine loses that half); an item already
+# started still resumes. A lane works through its items in order: a finished item (its folder holds .plan_done,
+# or it is kept under results/) is skipped, a stopped one is continued with --resume.
 # Needs STRUCTATTN_MULTI30K. Outputs go to runs/plan/<item>/ (a shard item to runs/plan/<item>/shard-k-of-N/),
 # logs beside them; keep each finished folder with
 # `structattn keep runs/plan/<item> results/plan/<item>` (a shard: keep its shard folder into
 # results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
 # still training.
 set -uo pipefail
-lane=${1:?usage: run_plan.sh LANE STOP_AT, or run_plan.sh status}
+lane=${1:?usage: run_plan.sh LANE STOP_AT [LAST_START], or run_plan.sh status}
 case "$lane" in a|b|status) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
 if [[ "$lane" != status ]]; then
-  stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT}" +%s) || exit 2
+  stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT [LAST_START]}" +%s) || exit 2
   # A bare clock time already past today means that time tomorrow (a session that runs past midnight); any
   # other past time is refused rather than read as 'stop at once'.
   if (( stop_at <= $(date +%s) )); then
     if [[ "$2" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then stop_at=$(date -d "tomorrow $2" +%s) || exit 2
     else echo "stop time '$2' ($(date -d "@$stop_at" '+%F %T %Z')) is in the past" >&2; exit 2; fi
   fi
-  echo "[$lane] stops by $(date -d "@$stop_at" '+%F %T %Z')" >&2
+  last_start=$stop_at
+  if [[ -n "${3:-}" ]]; then
+    last_start=$(date -d "$3" +%s) || exit 2
+    # A bare clock time before now is tomorrow's, as for STOP_AT; it must not come after the stop time.
+    if (( last_start <= $(date +%s) )) && [[ "$3" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then
+      last_start=$(date -d "tomorrow $3" +%s) || exit 2; fi
+    if (( last_start > stop_at )); then
+      echo "last start '$3' ($(date -d "@$last_start" '+%F %T %Z')) comes after the stop time" \
+           "($(date -d "@$stop_at" '+%F %T %Z'))" >&2; exit 2; fi
+  fi
+  echo "[$lane] stops by $(date -d "@$stop_at" '+%F %T %Z')$( (( last_start < stop_at )) && \
+    echo "; starts no new item after $(date -d "@$last_start" '+%F %T %Z')")" >&2
   : "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
 fi
 cd "$(dirname "$0")/.."
@@ -122,6 +136,8 @@ for item in "${items[@]}"; do
   if [[ -e "$kept/provenance.json" ]]; then echo "[$lane] $label kept in $kept" >&2; continue; fi
   left=$(( stop_at - $(date +%s) ))
   if (( left < 600 )); then echo "[$lane] stop time reached; $label not started" >&2; exit 3; fi
+  if [[ ! -e "$folder/comparison.json" ]] && (( $(date +%s) > last_start )); then
+    echo "[$lane] last start time passed; $label not started" >&2; exit 3; fi
   args=(compare "$config" --out "$out" --threads 1 --quiet --time-limit "${left}s")
   [[ -n "$shard" ]] && args+=(--shard "$shard")
   [[ -e "$folder/comparison.json" ]] && args+=(--resume)

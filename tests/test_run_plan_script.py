@@ -23,7 +23,7 @@ def copy_script(tmp: Path) -> None:
     shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
 
 
-def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subprocess.CompletedProcess:
+def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0, *last_start: str) -> subprocess.CompletedProcess:
     copy_script(tmp)
     stub = tmp / "bin" / "python"
     stub.parent.mkdir(exist_ok=True)
@@ -31,8 +31,8 @@ def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0) -> subpr
     stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     env = {**os.environ, "PATH": f"{stub.parent}:{os.environ['PATH']}", "CALLS": str(tmp / "calls.txt"),
            "STRUCTATTN_MULTI30K": "/nowhere", "STUB_RC": str(rc)}
-    return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), lane, stop], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), lane, stop, *last_start], env=env,
+                          capture_output=True, text=True, timeout=60)
 
 
 def out_and_shard(call: str) -> str:
@@ -204,3 +204,27 @@ def test_a_lane_skips_items_kept_under_results_as_on_a_fresh_clone(tmp_path):
     made = [out_and_shard(c) for c in calls(tmp_path)]
     assert len(made) == 6 + 9 + 6 - 1 and made[0] == "runs/plan/a 1/12"
     assert "runs/plan/tune_lr0.001" not in made
+
+
+def test_after_the_last_start_time_a_lane_only_resumes_what_it_started(tmp_path):
+    """The session's end work gets a quiet machine: no run begins that the stop time would cut half-way."""
+    (tmp_path / "runs/plan/a/shard-0-of-12").mkdir(parents=True)
+    (tmp_path / "runs/plan/a/shard-0-of-12/comparison.json").write_text("{}")  # started: it resumes
+    (tmp_path / "runs/plan/tune_lr0.001").mkdir(parents=True)
+    (tmp_path / "runs/plan/tune_lr0.001/.plan_done").touch()
+    stopped = run_lane(tmp_path, "a", "+2 hours", 0, "-1 minute")
+    assert stopped.returncode == 3, stopped.stderr
+    assert "starts no new item after" in stopped.stderr
+    assert "last start time passed; a shard 1/12 not started" in stopped.stderr
+    assert [out_and_shard(c) for c in calls(tmp_path)] == ["runs/plan/a 0/12"]
+    assert "--resume" in calls(tmp_path)[0]
+    assert (tmp_path / "runs/plan/a/shard-0-of-12/.plan_done").exists()
+
+
+def test_a_last_start_time_ahead_changes_nothing_and_one_after_the_stop_is_refused(tmp_path):
+    done = run_lane(tmp_path / "ahead", "a", "+2 hours", 0, "+1 hour")
+    assert done.returncode == 0, done.stderr
+    assert len(calls(tmp_path / "ahead")) == 1 + 6 + 9 + 6
+    refused = run_lane(tmp_path / "after", "a", "+1 hour", 0, "+2 hours")
+    assert refused.returncode == 2 and "comes after the stop time" in refused.stderr
+    assert calls(tmp_path / "after") == []
