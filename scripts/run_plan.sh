@@ -17,28 +17,27 @@
 # results/plan/<item>/shard-k-of-N) and commit it; `structattn keep --partial` keeps the finished runs of one
 # still training.
 set -uo pipefail
-lane=${1:?usage: run_plan.sh LANE STOP_AT [LAST_START], or run_plan.sh status}
+usage="usage: run_plan.sh LANE STOP_AT [LAST_START], or run_plan.sh status"
+lane=${1:?$usage}
 case "$lane" in a|b|status) ;; *) echo "no lane '$lane' (a or b)" >&2; exit 2;; esac
+# Seconds since the epoch of a `date -d` time; a bare clock time already past today means that time tomorrow (a
+# session that runs past midnight).
+epoch() { local t; t=$(date -d "$1" +%s) || return 2
+  if (( t <= $(date +%s) )) && [[ "$1" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then t=$(date -d "tomorrow $1" +%s) || return 2; fi
+  echo "$t"; }
+shown() { date -d "@$1" '+%F %T %Z'; }
 if [[ "$lane" != status ]]; then
-  stop_at=$(date -d "${2:?usage: run_plan.sh LANE STOP_AT [LAST_START]}" +%s) || exit 2
-  # A bare clock time already past today means that time tomorrow (a session that runs past midnight); any
-  # other past time is refused rather than read as 'stop at once'.
-  if (( stop_at <= $(date +%s) )); then
-    if [[ "$2" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then stop_at=$(date -d "tomorrow $2" +%s) || exit 2
-    else echo "stop time '$2' ($(date -d "@$stop_at" '+%F %T %Z')) is in the past" >&2; exit 2; fi
-  fi
+  stop_at=$(epoch "${2:?$usage}") || exit 2
+  # Any other past stop time is refused rather than read as 'stop at once'.
+  if (( stop_at <= $(date +%s) )); then echo "stop time '$2' ($(shown "$stop_at")) is in the past" >&2; exit 2; fi
   last_start=$stop_at
   if [[ -n "${3:-}" ]]; then
-    last_start=$(date -d "$3" +%s) || exit 2
-    # A bare clock time before now is tomorrow's, as for STOP_AT; it must not come after the stop time.
-    if (( last_start <= $(date +%s) )) && [[ "$3" =~ ^[0-9]{1,2}:[0-9]{2}$ ]]; then
-      last_start=$(date -d "tomorrow $3" +%s) || exit 2; fi
+    last_start=$(epoch "$3") || exit 2
     if (( last_start > stop_at )); then
-      echo "last start '$3' ($(date -d "@$last_start" '+%F %T %Z')) comes after the stop time" \
-           "($(date -d "@$stop_at" '+%F %T %Z'))" >&2; exit 2; fi
+      echo "last start '$3' ($(shown "$last_start")) comes after the stop time ($(shown "$stop_at"))" >&2; exit 2; fi
   fi
-  echo "[$lane] stops by $(date -d "@$stop_at" '+%F %T %Z')$( (( last_start < stop_at )) && \
-    echo "; starts no new item after $(date -d "@$last_start" '+%F %T %Z')")" >&2
+  echo "[$lane] stops by $(shown "$stop_at")$( (( last_start < stop_at )) && \
+    echo "; starts no new item after $(shown "$last_start")")" >&2
   : "${STRUCTATTN_MULTI30K:?set STRUCTATTN_MULTI30K to the Multi30k folder}"
 fi
 cd "$(dirname "$0")/.."
@@ -136,11 +135,12 @@ for item in "${items[@]}"; do
   if [[ -e "$kept/provenance.json" ]]; then echo "[$lane] $label kept in $kept" >&2; continue; fi
   left=$(( stop_at - $(date +%s) ))
   if (( left < 600 )); then echo "[$lane] stop time reached; $label not started" >&2; exit 3; fi
-  if [[ ! -e "$folder/comparison.json" ]] && (( $(date +%s) > last_start )); then
+  started=; [[ -e "$folder/comparison.json" ]] && started=1
+  if [[ -z "$started" ]] && (( $(date +%s) > last_start )); then
     echo "[$lane] last start time passed; $label not started" >&2; exit 3; fi
   args=(compare "$config" --out "$out" --threads 1 --quiet --time-limit "${left}s")
   [[ -n "$shard" ]] && args+=(--shard "$shard")
-  [[ -e "$folder/comparison.json" ]] && args+=(--resume)
+  [[ -n "$started" ]] && args+=(--resume)
   IFS=';' read -ra binds <<<"$bindings"
   for b in "${binds[@]}"; do args+=(--gin-param "$b"); done
   IFS=';' read -ra reuses <<<"${reuse:-}"

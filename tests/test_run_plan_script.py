@@ -23,7 +23,8 @@ def copy_script(tmp: Path) -> None:
     shutil.copy(ROOT / "scripts" / "run_plan.sh", tmp / "scripts" / "run_plan.sh")
 
 
-def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0, *last_start: str) -> subprocess.CompletedProcess:
+def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0,
+             last_start: str | None = None) -> subprocess.CompletedProcess:
     copy_script(tmp)
     stub = tmp / "bin" / "python"
     stub.parent.mkdir(exist_ok=True)
@@ -31,7 +32,8 @@ def run_lane(tmp: Path, lane: str, stop: str = "+2 hours", rc: int = 0, *last_st
     stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     env = {**os.environ, "PATH": f"{stub.parent}:{os.environ['PATH']}", "CALLS": str(tmp / "calls.txt"),
            "STRUCTATTN_MULTI30K": "/nowhere", "STUB_RC": str(rc)}
-    return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), lane, stop, *last_start], env=env,
+    return subprocess.run(["bash", str(tmp / "scripts" / "run_plan.sh"), lane, stop, *([last_start] if last_start else [])],
+                          env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -212,7 +214,7 @@ def test_after_the_last_start_time_a_lane_only_resumes_what_it_started(tmp_path)
     (tmp_path / "runs/plan/a/shard-0-of-12/comparison.json").write_text("{}")  # started: it resumes
     (tmp_path / "runs/plan/tune_lr0.001").mkdir(parents=True)
     (tmp_path / "runs/plan/tune_lr0.001/.plan_done").touch()
-    stopped = run_lane(tmp_path, "a", "+2 hours", 0, "-1 minute")
+    stopped = run_lane(tmp_path, "a", last_start="-1 minute")
     assert stopped.returncode == 3, stopped.stderr
     assert "starts no new item after" in stopped.stderr
     assert "last start time passed; a shard 1/12 not started" in stopped.stderr
@@ -222,9 +224,9 @@ def test_after_the_last_start_time_a_lane_only_resumes_what_it_started(tmp_path)
 
 
 def test_a_last_start_time_ahead_changes_nothing_and_one_after_the_stop_is_refused(tmp_path):
-    done = run_lane(tmp_path / "ahead", "a", "+2 hours", 0, "+1 hour")
+    done = run_lane(tmp_path / "ahead", "a", last_start="+1 hour")
     assert done.returncode == 0, done.stderr
     assert len(calls(tmp_path / "ahead")) == 1 + 6 + 9 + 6
-    refused = run_lane(tmp_path / "after", "a", "+1 hour", 0, "+2 hours")
+    refused = run_lane(tmp_path / "after", "a", "+1 hour", last_start="+2 hours")
     assert refused.returncode == 2 and "comes after the stop time" in refused.stderr
     assert calls(tmp_path / "after") == []
