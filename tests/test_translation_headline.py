@@ -251,6 +251,32 @@ def test_docs_block_gives_each_comparisons_cost_tables_interactions_and_floor(co
            f"{mean:.2f} ± {std:.2f} BLEU over seeds 0, 1." in text
 
 
+def test_docs_block_puts_every_tested_difference_under_both_p_values(corpus, monkeypatch, tmp_path):
+    """The last docs table: each tested difference with sacrebleu's p and the two-sided bootstrap p of the same
+    resamples, each Holm-corrected in its family, and whether they decide alike."""
+    from structattn.experiments.results import significance
+    from structattn.experiments.significance import ALPHA
+
+    records = load_records(FIXTURE)
+    plans = {"a": FIXTURE_PLAN, "b": headline.Plan(("m30k",), ("full", "fixed_decay(dep)"), (0, 1), "full"),
+             "c": FIXTURE_PLAN}
+    item_of = {config: item for _, config, item in headline.COMPARISONS}
+    monkeypatch.setattr(headline, "plan_of", lambda config: plans[item_of[config]])
+    monkeypatch.setattr(headline, "kept_records", lambda path: {"a": records, "b": [], "c": []}[path.name])
+    text = headline.docs_block(tmp_path / "nothing kept").split("#### sacreBLEU's p and the two-sided bootstrap p")[1]
+    moses = {r.metric: r for r in significance(records)["m30k"].pooled()}
+    two = {r.metric: r for r in significance(records, method="bootstrap_two_sided")["m30k"].pooled()}
+    for metric in ("bleu", "chrf"):
+        a, b = moses[metric], two[metric]
+        assert (a.result.diff, a.result.ci_low) == (b.result.diff, b.result.ci_low)
+        assert a.result.p < b.result.p
+        same = "yes" if (a.p_holm < ALPHA) == (b.p_holm < ALPHA) else "**no**"
+        assert (f"| (a) m30k: soft_bias(dep) - full, {metric} | {a.result.diff:+.2f} [{a.result.ci_low:+.2f}, "
+                f"{a.result.ci_high:+.2f}] | {a.result.p:.3f} | {a.p_holm:.3f} | {b.result.p:.3f} | {b.p_holm:.3f} | "
+                f"{same} |") in text
+    assert text.count("| (") == 2 and "of 2 tested differences are decided the same way by both" in text
+
+
 def test_the_cost_line_counts_reused_runs_once():
     trained = {"setting": "soft_bias(dep)", "seed": 0, "steps": 6000, "stopped_early": False, "time_s": 7200.0,
                "precision": "bf16", "provenance": {"cpu": "AMD EPYC", "torch_threads": 1}}

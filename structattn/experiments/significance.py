@@ -49,7 +49,12 @@ SEED = 12345
 RESAMPLES = 1000
 ALPHA = 0.05
 POWER = 0.8
-METHODS = ("bootstrap", "ar")
+#: "bootstrap": sacrebleu's paired bootstrap (BLEU/chrF: its Moses p-value; accuracy: ``bootstrap_p_value``);
+#: "ar": approximate randomisation; "bootstrap_two_sided": the same resamples as "bootstrap", p from
+#: ``bootstrap_p_value`` for every metric (BLEU/chrF too), the two-sided test the 95% percentile interval inverts.
+#: sacrebleu's Moses statistic ``|delta*| - mean |delta*|`` gives, for a difference of more than about 1.5 standard
+#: errors, about the one-sided p (half the two-sided one when the resampled differences are about normal); ``scripts/translation_headline.py`` shows both.
+METHODS = ("bootstrap", "ar", "bootstrap_two_sided")
 #: the metrics a task's per-item outputs are tested on, by ``record["metric"]`` (names as in results.csv)
 TESTED_METRICS = {"accuracy": ("test_accuracy",), "bleu": ("bleu", "chrf")}
 _CHUNK = 256  # resamples drawn at once (memory: _CHUNK x items indices)
@@ -241,7 +246,7 @@ def paired_accuracy_test(ref: Counts, sys: Counts, method: str = "bootstrap", re
                          seed: int = SEED) -> PairedResult:
     """``paired_bootstrap_accuracy`` (``method="bootstrap"``) or ``approximate_randomisation_accuracy``
     (``method="ar"``)."""
-    if method == "bootstrap":
+    if method in ("bootstrap", "bootstrap_two_sided"):
         return paired_bootstrap_accuracy(ref, sys, resamples, seed)
     if method == "ar":
         return approximate_randomisation_accuracy(ref, sys, resamples, seed)
@@ -292,6 +297,9 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
             os.environ["SACREBLEU_SEED"] = before
 
 
+_METHOD_TAGS = {"bootstrap": "bs", "ar": "ar", "bootstrap_two_sided": "bs_two_sided"}
+
+
 def sacrebleu_paired_test(ref_hypotheses: Sequence[str], sys_hypotheses: Sequence[str], references: Sequence[str],
                           metric: str, method: str = "bootstrap", resamples: int = RESAMPLES,
                           seed: int = SEED) -> tuple[float, float, float]:
@@ -304,8 +312,8 @@ def sacrebleu_paired_test(ref_hypotheses: Sequence[str], sys_hypotheses: Sequenc
     """
     from sacrebleu.significance import PairedTest
 
-    if method not in METHODS:
-        raise ValueError(f"unknown significance method {method!r}; choose one of {METHODS}")
+    if method not in ("bootstrap", "ar"):
+        raise ValueError(f"sacrebleu has no significance method {method!r}; choose 'bootstrap' or 'ar'")
     with _sacrebleu_seed(seed):
         test = PairedTest([("reference", list(ref_hypotheses)), ("system", list(sys_hypotheses))],
                           {metric: corpus_metric(metric)}, [list(references)],
@@ -324,7 +332,8 @@ def paired_corpus_test(ref_hypotheses: Sequence[str], sys_hypotheses: Sequence[s
     M(sys[I_b]) - M(ref[I_b])`` over the resamples ``I_b`` that sacrebleu's ``paired_bs`` draws with this seed
     (corpus metric recomputed on each resample); ``reference_se`` is the standard deviation of ``M(ref[I_b])``.
     One deviation from sacrebleu: when the two systems score the same on every resample (identical outputs),
-    sacrebleu's strict ``>`` reports ``p = 1 / (B + 1)``, "significant"; here ``p = 1``.
+    sacrebleu's strict ``>`` reports ``p = 1 / (B + 1)``, "significant"; here ``p = 1``. ``method=
+    "bootstrap_two_sided"``: sacrebleu's scores and resamples, ``p = bootstrap_p_value(delta*)``.
 
     Args:
         ref_hypotheses, sys_hypotheses: detokenised hypotheses, ``[n]`` each, the same items in the same order.
@@ -337,14 +346,19 @@ def paired_corpus_test(ref_hypotheses: Sequence[str], sys_hypotheses: Sequence[s
     if not n or len(ref_hypotheses) != n or len(sys_hypotheses) != n:
         raise PairingError(f"{len(ref_hypotheses)} reference-system and {len(sys_hypotheses)} system hypotheses "
                            f"for {n} references: the test needs one of each per item")
-    ref_score, sys_score, p = sacrebleu_paired_test(ref_hypotheses, sys_hypotheses, references, metric, method,
-                                                    resamples, seed)
+    if method not in METHODS:
+        raise ValueError(f"unknown significance method {method!r}; choose one of {METHODS}")
+    two_sided = method == "bootstrap_two_sided"
+    ref_score, sys_score, p = sacrebleu_paired_test(ref_hypotheses, sys_hypotheses, references, metric,
+                                                    "bootstrap" if two_sided else method, resamples, seed)
     ref_boot = resampled_corpus_scores(ref_hypotheses, references, metric, resamples, seed)
     differences = resampled_corpus_scores(sys_hypotheses, references, metric, resamples, seed) - ref_boot
-    if sys_score == ref_score and not np.any(differences):
+    if two_sided:
+        p = bootstrap_p_value(differences)
+    elif sys_score == ref_score and not np.any(differences):
         p = 1.0  # indistinguishable on every resample: sacrebleu's strict ">" would say p = 1 / (B + 1)
     return PairedResult(sys_score - ref_score, *percentile_interval(differences), p, n,
-                        f"sacrebleu_paired_{'bs' if method == 'bootstrap' else 'ar'}", ref_score,
+                        f"sacrebleu_paired_{_METHOD_TAGS[method]}", ref_score,
                         float(np.std(ref_boot, ddof=1)) if resamples > 1 else 0.0)
 
 
@@ -456,7 +470,8 @@ def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Ou
     / (B + 1)``. Approximate randomisation: sacrebleu's ``paired_ar`` swap draws over items (whole items swapped,
     every seed at once), ``p = (1 + #{r: |delta_r| > |delta|}) / (R + 1)``. The 95% interval is the percentile
     interval of ``delta*``. With a single run this is sacrebleu's ``PairedTest`` p-value, number for number; as in
-    ``paired_corpus_test``, systems equal on every resample get ``p = 1``.
+    ``paired_corpus_test``, systems equal on every resample get ``p = 1``. ``method="bootstrap_two_sided"``: the
+    same resamples, ``p = bootstrap_p_value(delta*)`` (the interval excludes 0 about when p < 0.05).
 
     Args:
         ref_outputs, sys_outputs: per-item outputs (``ids``, ``hyp``, ``ref``) of the paired runs.
@@ -482,6 +497,8 @@ def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Ou
     if method == "bootstrap":
         magnitude = np.abs(differences)
         p = _corpus_p_value(magnitude - magnitude.mean(), observed)
+    elif method == "bootstrap_two_sided":
+        p = bootstrap_p_value(differences)
     else:
         swap = np.random.default_rng(seed).integers(2, size=(resamples, m), dtype=bool)  # (R, m), as sacrebleu
         a = swap @ stats[0] + ~swap @ stats[1]  # (R, k): the reference's item where swapped, the system's elsewhere
@@ -490,7 +507,7 @@ def cluster_corpus_test(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Ou
     if sys_score == ref_score and not np.any(differences):
         p = 1.0  # indistinguishable on every resample: the strict ">" would say p = 1 / (B + 1)
     return PairedResult(sys_score - ref_score, *percentile_interval(differences), p, m,
-                        f"cluster_paired_{'bs' if method == 'bootstrap' else 'ar'}", ref_score,
+                        f"cluster_paired_{_METHOD_TAGS[method]}", ref_score,
                         float(np.std(boot[:, 0], ddof=1)) if resamples > 1 else 0.0)
 
 
@@ -507,7 +524,7 @@ def compare_pooled(ref_outputs: Sequence[Outputs], sys_outputs: Sequence[Outputs
 
 def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs], ref_b: Sequence[Outputs],
                              sys_b: Sequence[Outputs], metric: str = "bleu", resamples: int = RESAMPLES,
-                             seed: int = SEED) -> PairedResult:
+                             seed: int = SEED, method: str = "bootstrap") -> PairedResult:
     """Whether a system's gain over its reference differs between two tasks scored on the same test items.
 
     The statistic is the difference in differences ``delta = [M(sys_a) - M(ref_a)] - [M(sys_b) - M(ref_b)]``, each
@@ -516,7 +533,8 @@ def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs],
     unit is again the test item: resample ``b`` draws the items ``I_b`` once (``_bootstrap_indices``, as
     ``cluster_corpus_test``) and scores all four systems on them, so an item's difficulty, shared by all four,
     cancels. ``delta*_b`` gives the 95% percentile interval and sacrebleu's two-sided bootstrap p-value, ``(1 +
-    #{b: |delta*_b| - mean_b |delta*_b| > |delta|}) / (B + 1)``, the definition every other BLEU row uses.
+    #{b: |delta*_b| - mean_b |delta*_b| > |delta|}) / (B + 1)``, the definition every other BLEU row uses;
+    ``method="bootstrap_two_sided"``: ``p = bootstrap_p_value(delta*)`` instead.
 
     Args:
         ref_a, sys_a: per-item outputs (``ids``, ``hyp``, ``ref``) of task ``a``'s paired runs (seed ``s`` of the
@@ -533,6 +551,8 @@ def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs],
         PairingError: a group without runs, tasks with different numbers of paired runs within one task, or runs
             that list other items or references than the first run of ``ref_a`` (named by group and position).
     """
+    if method not in ("bootstrap", "bootstrap_two_sided"):
+        raise ValueError(f"the interaction test has no method {method!r}; choose 'bootstrap' or 'bootstrap_two_sided'")
     groups = {"reference of task a": ref_a, "system of task a": sys_a, "reference of task b": ref_b,
               "system of task b": sys_b}
     for name, outs in groups.items():
@@ -565,7 +585,8 @@ def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs],
     gain_b = boot[:, 3] - boot[:, 2]
     differences = (boot[:, 1] - boot[:, 0]) - gain_b
     magnitude = np.abs(differences)
-    p = _corpus_p_value(magnitude - magnitude.mean(), abs(observed))
+    p = (bootstrap_p_value(differences) if method == "bootstrap_two_sided" else
+         _corpus_p_value(magnitude - magnitude.mean(), abs(observed)))
     if observed == 0 and not np.any(differences):
         p = 1.0  # the same gain on every resample
     return PairedResult(observed, *percentile_interval(differences), p, m, "cluster_interaction_bs", sb - rb,
@@ -787,7 +808,8 @@ def _paired_by_seed(ref_runs: Sequence[dict[str, Any]], sys_runs: Sequence[dict[
 
 def compare_gains(ref_runs_a: Sequence[dict[str, Any]], sys_runs_a: Sequence[dict[str, Any]],
                   ref_runs_b: Sequence[dict[str, Any]], sys_runs_b: Sequence[dict[str, Any]], metric: str = "bleu",
-                  resamples: int = RESAMPLES, seed: int = SEED) -> tuple[PairedResult, list[int], list[int]]:
+                  resamples: int = RESAMPLES, seed: int = SEED,
+                  method: str = "bootstrap") -> tuple[PairedResult, list[int], list[int]]:
     """``cluster_interaction_test`` on run records: a setting's gain over the reference in task ``a`` minus its
     gain in task ``b``, each pooled over the seeds both settings ran in that task.
 
@@ -802,5 +824,5 @@ def compare_gains(ref_runs_a: Sequence[dict[str, Any]], sys_runs_a: Sequence[dic
     task_b = (sys_runs_b or ref_runs_b or [{}])[0].get("task_label", "b")
     ref_a, sys_a, seeds_a = _paired_by_seed(ref_runs_a, sys_runs_a, task_a)
     ref_b, sys_b, seeds_b = _paired_by_seed(ref_runs_b, sys_runs_b, task_b)
-    result = cluster_interaction_test(ref_a, sys_a, ref_b, sys_b, metric, resamples, seed)
+    result = cluster_interaction_test(ref_a, sys_a, ref_b, sys_b, metric, resamples, seed, method)
     return result, seeds_a, seeds_b

@@ -518,3 +518,59 @@ def test_interaction_refuses_unpaired_groups_by_name():
     with pytest.raises(PairingError, match="the reference of task b, run 0: ref differ .* at item 9; the interaction "
                                            "needs one test set for both tasks"):
         cluster_interaction_test(run, run, other, other)
+
+
+# ---------------------------------------------------------------- the two-sided bootstrap p of BLEU / chrF
+
+
+def _two_sided_oracle(diffs):
+    """``2 (1 + the smaller tail) / (B + 1)``, capped at 1, written out from the definition."""
+    low, high = int(np.sum(diffs <= 0)), int(np.sum(diffs >= 0))
+    return min(1.0, 2 * (1 + min(low, high)) / (diffs.size + 1))
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_two_sided_corpus_p_reads_the_same_resamples_as_the_interval(metric):
+    """method="bootstrap_two_sided": the same resamples, difference and interval as sacrebleu's test, with p the
+    two-sided share of resampled differences on the other side of 0 (pooled, per seed and interaction alike)."""
+    refs, worse, better = translations(12, seed=6)
+    ids = [f"s{k}" for k in range(12)]
+    ref_runs, sys_runs = [{"ids": ids, "hyp": worse, "ref": refs}], [{"ids": ids, "hyp": better, "ref": refs}]
+    diffs = cluster_oracle(ref_runs, sys_runs, metric, 40, seed=99)
+    moses = cluster_corpus_test(ref_runs, sys_runs, metric, resamples=40, seed=99)
+    ours = cluster_corpus_test(ref_runs, sys_runs, metric, "bootstrap_two_sided", resamples=40, seed=99)
+    assert (ours.diff, ours.ci_low, ours.ci_high) == (moses.diff, moses.ci_low, moses.ci_high)
+    assert ours.p == pytest.approx(_two_sided_oracle(diffs)) and ours.method == "cluster_paired_bs_two_sided"
+    single = paired_corpus_test(worse, better, refs, metric, "bootstrap_two_sided", resamples=40, seed=99)
+    assert (single.p, single.ci_low, single.ci_high) == (ours.p, ours.ci_low, ours.ci_high)
+    assert single.method == "sacrebleu_paired_bs_two_sided"
+
+
+def test_sacrebleus_p_is_about_the_one_sided_p_of_a_clear_difference():
+    """The reason the two-sided p exists: for a difference a few standard errors from 0, sacrebleu's Moses
+    statistic counts about one tail of the resampled differences, so its p is well below the two-sided p (about
+    half when they are normal)."""
+    from structattn.experiments.significance import cluster_interaction_test
+
+    refs, _, _ = translations(300, seed=4)
+    runs = [_noisy_runs(refs, (rate,), k) for k, rate in enumerate((0.40, 0.39, 0.40, 0.40))]
+    moses = cluster_corpus_test(runs[0], runs[1], resamples=2000, seed=3)
+    two = cluster_corpus_test(runs[0], runs[1], "bleu", "bootstrap_two_sided", resamples=2000, seed=3)
+    assert 0.005 < two.p < 0.2 and two.ci_low > 0, "the test needs a difference between clear and invisible"
+    assert moses.p < 0.75 * two.p
+    both = [cluster_interaction_test(*runs, resamples=2000, seed=3, method=m)
+            for m in ("bootstrap", "bootstrap_two_sided")]
+    assert both[0].diff == both[1].diff and both[0].p < 0.75 * both[1].p
+
+
+def test_methods_that_sacrebleu_or_the_interaction_lack_are_refused():
+    from structattn.experiments.significance import cluster_interaction_test, sacrebleu_paired_test
+
+    refs, worse, better = translations(10, seed=1)
+    with pytest.raises(ValueError, match="sacrebleu has no significance method 'bootstrap_two_sided'"):
+        sacrebleu_paired_test(worse, better, refs, "bleu", "bootstrap_two_sided")
+    run = _noisy_runs(refs, (0.3,), 1)
+    with pytest.raises(ValueError, match="the interaction test has no method 'ar'"):
+        cluster_interaction_test(run, run, run, run, method="ar")
+    with pytest.raises(ValueError, match="unknown significance method 'exact'"):
+        paired_corpus_test(worse, better, refs, "bleu", "exact")
