@@ -584,9 +584,11 @@ def cluster_interaction_test(ref_a: Sequence[Outputs], sys_a: Sequence[Outputs],
     boot = _bootstrap_scores(stats, score, m, resamples, seed)  # (B, 4)
     gain_b = boot[:, 3] - boot[:, 2]
     differences = (boot[:, 1] - boot[:, 0]) - gain_b
-    magnitude = np.abs(differences)
-    p = (bootstrap_p_value(differences) if method == "bootstrap_two_sided" else
-         _corpus_p_value(magnitude - magnitude.mean(), abs(observed)))
+    if method == "bootstrap_two_sided":
+        p = bootstrap_p_value(differences)
+    else:
+        magnitude = np.abs(differences)
+        p = _corpus_p_value(magnitude - magnitude.mean(), abs(observed))
     if observed == 0 and not np.any(differences):
         p = 1.0  # the same gain on every resample
     return PairedResult(observed, *percentile_interval(differences), p, m, "cluster_interaction_bs", sb - rb,
