@@ -60,12 +60,14 @@ c="c|configs/experiments/multi30k_parser_noise.gin|$soft_lr"      # (c) spaCy, 2
 shards() { local item=$1 n=$2; shift 2; for k in "$@"; do echo "$item|$k/$n|${reuse:-}"; done; }
 # Batch 0 (tuning), batch 1 ((a): full in lane a, soft_bias in lane b, seeds 0-2), batch 2 ((a): hard_mask in lane a,
 # ssan in lane b), batch 3 ((b): full and soft_bias at 3k, then at 10k, side by side; then fixed_decay), batch 4
-# ((c): soft_bias in lane a, hard_mask in lane b, spaCy's trees first). docs/compute_plan.md gives the costs.
+# ((c): soft_bias in lane a, hard_mask in lane b, spaCy's trees first; lane a, whose (c) soft_bias runs on spaCy's
+# trees are (b)'s reused, also takes hard_mask's last two seeds on 20%-wrong trees, so that the lanes end within a
+# run of each other). docs/compute_plan.md gives the costs.
 mapfile -t items_a < <(
   echo "tune_lr0.001|configs/experiments/multi30k_lr_tuning.gin|training.lr = 1e-3|"
   shards "$a" 12 0 1 2 6 7 8
   shards "$b" 18 0 1 2 9 10 11 6 7 8
-  reuse="runs/plan/b;results/plan/b" shards "$c" 12 0 1 2 6 7 8
+  reuse="runs/plan/b;results/plan/b" shards "$c" 12 0 1 2 6 7 8 10 11
 )
 mapfile -t items_b < <(
   echo "tune_lr0.002|configs/experiments/multi30k_lr_tuning.gin|training.lr = 2e-3|"
@@ -74,7 +76,7 @@ mapfile -t items_b < <(
   echo "quick_bf16|configs/experiments/multi30k_quick.gin|training.precision = 'bf16'|"
   shards "$a" 12 4 5 9 10 11
   shards "$b" 18 3 4 5 12 13 14 15 16 17
-  reuse="runs/plan/b;results/plan/b" shards "$c" 12 3 4 5 9 10 11
+  reuse="runs/plan/b;results/plan/b" shards "$c" 12 3 4 5 9
 )
 
 # Where item $1 (name|config|bindings|shard|reuse) runs, and where `structattn keep` puts it.
