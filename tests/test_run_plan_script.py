@@ -59,8 +59,8 @@ def test_a_lane_runs_its_items_in_order_and_marks_them_done(tmp_path):
     assert [out_and_shard(c) for c in made[1:]] == (
         [f"runs/plan/a {k}/12" for k in (0, 1, 2, 6, 7, 8)]  # (a): full, then hard_mask, seeds 0-2
         + [f"runs/plan/b {k}/18" for k in (0, 1, 2, 9, 10, 11, 6, 7, 8)]  # (b): full at 3k, 10k, then fixed_decay 3k
-        + [f"runs/plan/c {k}/12" for k in (0, 1, 2, 6, 7, 8)]  # (c): soft_bias on spaCy's trees, then on 20% wrong
-        + [f"runs/plan/c {k}/12" for k in (10, 11)])  # then hard_mask's last two seeds on 20% wrong (balance)
+        # (c): soft_bias on spaCy's trees, then on 20% wrong; then hard_mask's last two seeds on 20% wrong (balance)
+        + [f"runs/plan/c {k}/12" for k in (0, 1, 2, 6, 7, 8, 10, 11)])
     assert all("--resume" not in c for c in made[1:])
     configs = {"a": "multi30k_priors", "b": "multi30k_low_resource", "c": "multi30k_parser_noise"}
     for c in made[1:]:  # every shard of a config carries the same binding: soft_bias at the rate dev picked
