@@ -560,7 +560,9 @@ def plot_effects(found: list[Effect], path: Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     if not found:
         ax.text(0.5, 0.5, "no comparison has every seed kept yet", ha="center", va="center", transform=ax.transAxes)
-    ax.set_title("Multi30k En->De: the compute plan's tested differences\n(paired bootstrap over the test "
+    # over the figure, not the axes: the long tick labels push the axes right, and an axes title centred on them
+    # ran off the figure's right edge
+    fig.suptitle("Multi30k En->De: the compute plan's tested differences\n(paired bootstrap over the test "
                  "sentences, every seed's output resampled together)", fontsize=9)
     return plots._save(fig, path)
 
