@@ -584,9 +584,15 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
                      + (f", reused from {r['provenance']['reused_from']['run_id']}" if r in reused else "")
                      + _health_words(gradient_health(r))
                      for r in records)
-    spent = (f"{hours:.1f} h of run time in all" if not reused else
-             f"{hours:.1f} h of run time for the {len(records) - len(reused)} trained here ({len(reused)} identical "
-             "runs of another comparison reused, `compare --reuse`, not trained twice)")
+    trained = len(records) - len(reused)
+    if not reused:
+        spent = f"{hours:.1f} h of run time in all"
+    elif not trained:
+        spent = ("none trained here (each is an identical run of another comparison, reused by `compare --reuse`, "
+                 "not trained twice)")
+    else:
+        spent = (f"{hours:.1f} h of run time for the {trained} trained here ({len(reused)} identical runs of another "
+                 "comparison reused, `compare --reuse`, not trained twice)")
     return (f"{len(records)} runs kept, seeds {', '.join(map(str, seeds))}; {'/'.join(precisions)} on "
             f"{' and '.join(cpus)}, {'/'.join(threads)} thread(s) a run; {spent}. Each "
             f"run's steps (dev BLEU chose its checkpoint; cap: stopped by the step cap, not by patience) and run "

@@ -288,6 +288,9 @@ def test_the_cost_line_counts_reused_runs_once():
     assert "hard_mask(dep) s0: 6000 (cap), 1.00 h, reused from 012_en-de-10k_soft-bias-dep_s0" in line
     assert "3.0 h" not in line
     assert "2.0 h of run time in all" in headline._cost_line([trained])
+    only_reused = headline._cost_line([reused])
+    assert "none trained here (each is an identical run of another comparison" in only_reused
+    assert "0.0 h" not in only_reused
 
 
 def test_comparison_rows_say_how_many_runs_the_step_cap_stopped(corpus):
