@@ -576,12 +576,15 @@ def _cost_line(records: list[dict[str, Any]]) -> str:
     cpus = sorted({str(r.get("provenance", {}).get("cpu", "unknown CPU")) for r in records})
     threads = sorted({str(r.get("provenance", {}).get("torch_threads", "?")) for r in records})
     precisions = sorted({str(r.get("precision", "fp32")) for r in records})
-    reused = [r for r in records if "reused_from" in (r.get("provenance") or {})]
-    hours = sum(float(r.get("time_s", 0.0)) for r in records if r not in reused) / 3600
+    def is_reused(r: dict[str, Any]) -> bool:  # by provenance, not `r in reused` (a deep compare of whole records)
+        return "reused_from" in (r.get("provenance") or {})
+
+    reused = [r for r in records if is_reused(r)]
+    hours = sum(float(r.get("time_s", 0.0)) for r in records if not is_reused(r)) / 3600
     runs = "; ".join(f"{r['setting']} s{r['seed']}: "
                      + (f"{r['steps']}" + ("" if r.get("stopped_early") else " (cap)") if "steps" in r else "?")
                      + (f", {float(r['time_s']) / 3600:.2f} h" if "time_s" in r else "")
-                     + (f", reused from {r['provenance']['reused_from']['run_id']}" if r in reused else "")
+                     + (f", reused from {r['provenance']['reused_from']['run_id']}" if is_reused(r) else "")
                      + _health_words(gradient_health(r))
                      for r in records)
     trained = len(records) - len(reused)
